@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * eng_qmdb.c -- qmdb adapter for qmdb-bench, using only the public API in include/qmdb.h.
+ *
+ * Owns: the block -> qmdb_batch mapping. qmdb_create + qmdb_open with default options; one
+ * reusable qmdb_batch per block; qmdb_commit(db, height, batch, root), which is always
+ * durable (qmdb has no D0 tier). Reads go through qmdb_get on the committed state.
+ */
+#include "engine.h"
+
+#include <qmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct qdb {
+    qmdb_db *db;
+    qmdb_batch *b;
+    uint64_t height;
+    uint8_t root[QMDB_HASH_LEN];
+} qdb;
+
+static int qfail(bench_engine *e, const char *what, int rc)
+{
+    qdb *q = e->h;
+    const char *detail = (q && q->db) ? qmdb_last_error(q->db) : qmdb_open_error();
+    snprintf(e->err, sizeof(e->err), "qmdb %s: %s%s%s", what, qmdb_strerror(rc),
+             detail && *detail ? ": " : "", detail ? detail : "");
+    return -1;
+}
+
+static int q_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
+{
+    (void)cfg;
+    qdb *q = calloc(1, sizeof(*q));
+    if (!q) {
+        snprintf(e->err, sizeof(e->err), "out of memory");
+        return -1;
+    }
+    e->h = q;
+    qmdb_options opt;
+    qmdb_options_init(&opt);
+    int rc = qmdb_create(dir, &opt);
+    if (rc)
+        return qfail(e, "create", rc);
+    rc = qmdb_open(dir, &opt, &q->db);
+    if (rc)
+        return qfail(e, "open", rc);
+    q->height = qmdb_height(q->db);
+    rc = qmdb_batch_new(&q->b);
+    if (rc)
+        return qfail(e, "batch_new", rc);
+    return 0;
+}
+
+static int q_begin(bench_engine *e, uint64_t height)
+{
+    (void)height;
+    qmdb_batch_reset(((qdb *)e->h)->b);
+    return 0;
+}
+
+static int q_tx(bench_engine *e)
+{
+    int rc = qmdb_batch_tx(((qdb *)e->h)->b);
+    return rc ? qfail(e, "batch_tx", rc) : 0;
+}
+
+static int q_put(bench_engine *e, const void *k, size_t kl, const void *v, size_t vl)
+{
+    int rc = qmdb_batch_put(((qdb *)e->h)->b, k, kl, v, vl);
+    return rc ? qfail(e, "batch_put", rc) : 0;
+}
+
+static int q_del(bench_engine *e, const void *k, size_t kl)
+{
+    int rc = qmdb_batch_del(((qdb *)e->h)->b, k, kl);
+    return rc ? qfail(e, "batch_del", rc) : 0;
+}
+
+static int q_commit(bench_engine *e)
+{
+    qdb *q = e->h;
+    int rc = qmdb_commit(q->db, q->height + 1, q->b, q->root);
+    if (rc)
+        return qfail(e, "commit", rc);
+    q->height++;
+    return 0;
+}
+
+static int q_get(bench_engine *e, const void *k, size_t kl, void *buf, size_t cap, size_t *vlen)
+{
+    int rc = qmdb_get(((qdb *)e->h)->db, k, kl, buf, cap, vlen);
+    if (rc == QMDB_NOTFOUND)
+        return 1;
+    if (rc == QMDB_BUFFER_TOO_SMALL)
+        return 0; /* *vlen is set; the driver flags the length mismatch */
+    return rc ? qfail(e, "get", rc) : 0;
+}
+
+static int q_stats(bench_engine *e, bench_engine_stats *st)
+{
+    qdb *q = e->h;
+    qmdb_stats s;
+    memset(st, 0, sizeof(*st));
+    int rc = qmdb_stat(q->db, &s);
+    if (rc)
+        return qfail(e, "stat", rc);
+    st->has_dram = 1;
+    st->index_dram_bytes = s.index_dram_bytes;
+    st->tree_dram_bytes = s.tree_dram_bytes;
+    st->live_entries = s.live_entries;
+    st->compactions = s.compactions;
+    snprintf(st->note, sizeof(st->note),
+             "index=%llu tree=%llu height=%llu total_entries=%llu compactions=%llu "
+             "pruned_twigs=%llu",
+             (unsigned long long)s.index_dram_bytes, (unsigned long long)s.tree_dram_bytes,
+             (unsigned long long)s.height, (unsigned long long)s.total_entries,
+             (unsigned long long)s.compactions, (unsigned long long)s.pruned_twigs);
+    return 0;
+}
+
+static void q_describe(bench_engine *e, char *buf, size_t n)
+{
+    qdb *q = e->h;
+    uint8_t root[QMDB_HASH_LEN];
+    char hex[2 * QMDB_HASH_LEN + 1];
+    if (qmdb_root(q->db, UINT64_MAX, root) != 0)
+        memcpy(root, q->root, sizeof(root));
+    for (int i = 0; i < QMDB_HASH_LEN; i++)
+        snprintf(hex + 2 * i, 3, "%02x", root[i]);
+    snprintf(buf, n, "qmdb %s height=%llu state_root=%s", qmdb_version(),
+             (unsigned long long)qmdb_height(q->db), hex);
+}
+
+static int q_close(bench_engine *e)
+{
+    qdb *q = e->h;
+    if (!q)
+        return 0;
+    qmdb_batch_free(q->b);
+    int rc = qmdb_close(q->db);
+    free(q);
+    e->h = NULL;
+    if (rc) {
+        snprintf(e->err, sizeof(e->err), "qmdb close: %s", qmdb_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+int engine_qmdb_available(void) { return 1; }
+
+void engine_qmdb_init(bench_engine *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->name = "qmdb";
+    e->open = q_open;
+    e->begin_block = q_begin;
+    e->tx = q_tx;
+    e->put = q_put;
+    e->del = q_del;
+    e->commit_block = q_commit;
+    e->get = q_get;
+    e->stats = q_stats;
+    e->describe = q_describe;
+    e->close = q_close;
+}

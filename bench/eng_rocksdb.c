@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * eng_rocksdb.c -- RocksDB adapters for qmdb-bench ("rocksdb" tuned, "rocksdb-default").
+ *
+ * Owns: RocksDB option choices and the block -> WriteBatch mapping.
+ *  - rocksdb (tuned, BENCHMARKS.md rule 5): full bloom filter 10 bits/key, index and filter
+ *    blocks in the block cache, 4 KiB blocks, no compression, direct reads and direct I/O for
+ *    flush and compaction, max_background_jobs = 2, dynamic level bytes, block cache =
+ *    mem_cap / 2 (1 GiB when uncapped).
+ *  - rocksdb-default: rocksdb_options_create() defaults plus create_if_missing.
+ * Both: one WriteBatch per block, written with sync=1 at D1 and sync=0 at D0 (WAL on).
+ */
+#include "engine.h"
+
+#include <rocksdb/c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rdb {
+    rocksdb_t *db;
+    rocksdb_options_t *opt;
+    rocksdb_block_based_table_options_t *bbt;
+    rocksdb_cache_t *cache;
+    rocksdb_writeoptions_t *wo;
+    rocksdb_readoptions_t *ro;
+    rocksdb_writebatch_t *wb;
+    int tuned;
+} rdb;
+
+static int fail(bench_engine *e, const char *what, char *rerr)
+{
+    snprintf(e->err, sizeof(e->err), "rocksdb %s: %s", what, rerr ? rerr : "error");
+    rocksdb_free(rerr);
+    return -1;
+}
+
+static int r_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
+{
+    rdb *r = calloc(1, sizeof(*r));
+    if (!r) {
+        snprintf(e->err, sizeof(e->err), "out of memory");
+        return -1;
+    }
+    e->h = r;
+    r->tuned = cfg->tuned;
+    r->opt = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(r->opt, 1);
+    if (r->tuned) {
+        size_t cache_bytes = cfg->mem_cap ? (size_t)(cfg->mem_cap / 2) : ((size_t)1 << 30);
+        r->cache = rocksdb_cache_create_lru(cache_bytes);
+        r->bbt = rocksdb_block_based_options_create();
+        rocksdb_block_based_options_set_block_size(r->bbt, 4096);
+        rocksdb_block_based_options_set_filter_policy(r->bbt,
+                                                      rocksdb_filterpolicy_create_bloom_full(10));
+        rocksdb_block_based_options_set_cache_index_and_filter_blocks(r->bbt, 1);
+        rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(r->bbt, 1);
+        rocksdb_block_based_options_set_block_cache(r->bbt, r->cache);
+        rocksdb_options_set_block_based_table_factory(r->opt, r->bbt);
+        rocksdb_options_set_compression(r->opt, rocksdb_no_compression);
+        rocksdb_options_set_use_direct_reads(r->opt, 1);
+        rocksdb_options_set_use_direct_io_for_flush_and_compaction(r->opt, 1);
+        rocksdb_options_set_max_background_jobs(r->opt, 2);
+        rocksdb_options_set_level_compaction_dynamic_level_bytes(r->opt, 1);
+    }
+    char *rerr = NULL;
+    r->db = rocksdb_open(r->opt, dir, &rerr);
+    if (rerr)
+        return fail(e, "open", rerr);
+    r->wo = rocksdb_writeoptions_create();
+    rocksdb_writeoptions_set_sync(r->wo, cfg->durable ? 1 : 0);
+    r->ro = rocksdb_readoptions_create();
+    r->wb = rocksdb_writebatch_create();
+    return 0;
+}
+
+static int r_begin(bench_engine *e, uint64_t height)
+{
+    (void)height;
+    rocksdb_writebatch_clear(((rdb *)e->h)->wb);
+    return 0;
+}
+
+static int r_tx(bench_engine *e)
+{
+    (void)e;
+    return 0;
+}
+
+static int r_put(bench_engine *e, const void *k, size_t kl, const void *v, size_t vl)
+{
+    rocksdb_writebatch_put(((rdb *)e->h)->wb, k, kl, v, vl);
+    return 0;
+}
+
+static int r_del(bench_engine *e, const void *k, size_t kl)
+{
+    rocksdb_writebatch_delete(((rdb *)e->h)->wb, k, kl);
+    return 0;
+}
+
+static int r_commit(bench_engine *e)
+{
+    rdb *r = e->h;
+    char *rerr = NULL;
+    rocksdb_write(r->db, r->wo, r->wb, &rerr);
+    if (rerr)
+        return fail(e, "write", rerr);
+    return 0;
+}
+
+static int r_get(bench_engine *e, const void *k, size_t kl, void *buf, size_t cap, size_t *vlen)
+{
+    rdb *r = e->h;
+    char *rerr = NULL;
+    rocksdb_pinnableslice_t *ps = rocksdb_get_pinned(r->db, r->ro, k, kl, &rerr);
+    if (rerr)
+        return fail(e, "get", rerr);
+    if (!ps)
+        return 1;
+    size_t n = 0;
+    const char *v = rocksdb_pinnableslice_value(ps, &n);
+    if (!v) {
+        rocksdb_pinnableslice_destroy(ps);
+        return 1;
+    }
+    *vlen = n;
+    memcpy(buf, v, n < cap ? n : cap);
+    rocksdb_pinnableslice_destroy(ps);
+    return 0;
+}
+
+static uint64_t prop_u64(rdb *r, const char *name)
+{
+    char *s = rocksdb_property_value(r->db, name);
+    uint64_t v = s ? strtoull(s, NULL, 10) : 0;
+    rocksdb_free(s);
+    return v;
+}
+
+static int r_stats(bench_engine *e, bench_engine_stats *st)
+{
+    rdb *r = e->h;
+    memset(st, 0, sizeof(*st));
+    st->has_dram = 1;
+    st->tree_dram_bytes = prop_u64(r, "rocksdb.cur-size-all-mem-tables");
+    st->index_dram_bytes = prop_u64(r, "rocksdb.estimate-table-readers-mem");
+    st->cache_bytes = r->cache ? rocksdb_cache_get_usage(r->cache)
+                               : prop_u64(r, "rocksdb.block-cache-usage");
+    st->live_entries = prop_u64(r, "rocksdb.estimate-num-keys");
+    snprintf(st->note, sizeof(st->note),
+             "memtables=%llu table-readers=%llu block-cache=%llu pending-compaction=%llu",
+             (unsigned long long)st->tree_dram_bytes, (unsigned long long)st->index_dram_bytes,
+             (unsigned long long)st->cache_bytes,
+             (unsigned long long)prop_u64(r, "rocksdb.estimate-pending-compaction-bytes"));
+    return 0;
+}
+
+static void r_describe(bench_engine *e, char *buf, size_t n)
+{
+    rdb *r = e->h;
+    snprintf(buf, n, "rocksdb %s, estimate-num-keys=%llu, L0 files=%llu",
+             r->tuned ? "tuned" : "defaults",
+             (unsigned long long)prop_u64(r, "rocksdb.estimate-num-keys"),
+             (unsigned long long)prop_u64(r, "rocksdb.num-files-at-level0"));
+}
+
+static int r_close(bench_engine *e)
+{
+    rdb *r = e->h;
+    if (!r)
+        return 0;
+    if (r->db)
+        rocksdb_close(r->db);
+    if (r->wb)
+        rocksdb_writebatch_destroy(r->wb);
+    if (r->wo)
+        rocksdb_writeoptions_destroy(r->wo);
+    if (r->ro)
+        rocksdb_readoptions_destroy(r->ro);
+    if (r->opt)
+        rocksdb_options_destroy(r->opt);
+    if (r->bbt)
+        rocksdb_block_based_options_destroy(r->bbt);
+    if (r->cache)
+        rocksdb_cache_destroy(r->cache);
+    free(r);
+    e->h = NULL;
+    return 0;
+}
+
+void engine_rocksdb_init(bench_engine *e, int tuned)
+{
+    memset(e, 0, sizeof(*e));
+    e->name = tuned ? "rocksdb" : "rocksdb-default";
+    e->open = r_open;
+    e->begin_block = r_begin;
+    e->tx = r_tx;
+    e->put = r_put;
+    e->del = r_del;
+    e->commit_block = r_commit;
+    e->get = r_get;
+    e->stats = r_stats;
+    e->describe = r_describe;
+    e->close = r_close;
+}

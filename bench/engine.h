@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * engine.h -- the small adapter interface every engine in qmdb-bench implements.
+ *
+ * Owns: the bench_engine vtable and the engine registry. One block of writes is
+ * begin_block, then any number of tx/put/del, then commit_block (which must be durable at
+ * tier D1). get reads the latest committed state (inside a block an engine may also see
+ * the block's own uncommitted writes; the driver never reads a key the current block
+ * writes). Return values: 0 on success, 1 from get when the key is absent, negative on
+ * error with a message in the engine's err buffer.
+ */
+#ifndef BENCH_ENGINE_H
+#define BENCH_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct bench_engine_cfg {
+    int durable;              /* 1 = D1 (fsync per block), 0 = D0 */
+    uint64_t mem_cap;         /* bytes, 0 = uncapped */
+    uint64_t entry_count;     /* to size LMDB's map */
+    size_t key_size, value_size;
+    int tuned;                /* rocksdb: 1 = tuned per BENCHMARKS.md rule 5, 0 = defaults */
+} bench_engine_cfg;
+
+typedef struct bench_engine_stats {
+    int has_dram;             /* dram figures below are valid */
+    uint64_t index_dram_bytes;
+    uint64_t tree_dram_bytes; /* qmdb: twigs etc.; rocksdb: memtables; lmdb: 0 */
+    uint64_t cache_bytes;     /* rocksdb block cache usage */
+    uint64_t live_entries;    /* engine's own count, 0 if unknown */
+    uint64_t compactions;
+    char note[160];           /* engine-specific extra text for the MEM line */
+} bench_engine_stats;
+
+typedef struct bench_engine bench_engine;
+
+struct bench_engine {
+    const char *name;
+    void *h;                  /* engine private state */
+    char err[512];
+    int (*open)(bench_engine *e, const char *dir, const bench_engine_cfg *cfg);
+    int (*begin_block)(bench_engine *e, uint64_t height);
+    int (*tx)(bench_engine *e);  /* start next transaction (qmdb only; others no-op) */
+    int (*put)(bench_engine *e, const void *k, size_t kl, const void *v, size_t vl);
+    int (*del)(bench_engine *e, const void *k, size_t kl);
+    int (*commit_block)(bench_engine *e);
+    int (*get)(bench_engine *e, const void *k, size_t kl, void *buf, size_t cap, size_t *vlen);
+    int (*stats)(bench_engine *e, bench_engine_stats *st);
+    /* Writes a one-line summary for the record (qmdb: height and state root). */
+    void (*describe)(bench_engine *e, char *buf, size_t n);
+    int (*close)(bench_engine *e);
+};
+
+/* Fills e for the named engine. Returns 0, -1 if the name is unknown, -2 if the engine is
+ * known but not available in this build (message in e->err). */
+int engine_lookup(const char *name, bench_engine *e);
+
+void engine_qmdb_init(bench_engine *e);
+void engine_rocksdb_init(bench_engine *e, int tuned);
+void engine_lmdb_init(bench_engine *e);
+int engine_qmdb_available(void);
+
+#endif /* BENCH_ENGINE_H */

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * qmdb.h -- the public API of libqmdb, a C implementation of QMDB (the Quick Merkle Database).
+ *
+ * This is the only installed header. Handles are opaque; everything else is internal.
+ *
+ * Model: state is a set of (key, value) pairs, changed one block at a time. A block is an
+ * ordered list of transactions, each an ordered list of put/delete operations (see the
+ * contract in shared/spec/FORMAT.md §6). Committing block H makes it durable and yields the
+ * 32-byte state root of height H. The database keeps the state root of every committed height.
+ *
+ * Errors: every function that can fail returns int. 0 is QMDB_OK; system errors are negated
+ * errno values (-EIO, -ENOSPC, ...); library errors are the QMDB_* codes below. After a failed
+ * durable write the handle is in a sticky fatal state: every later call returns QMDB_PANIC
+ * until qmdb_close(). qmdb_last_error() gives a detailed message (file, offset) for the
+ * latest failure on a handle.
+ *
+ * Threads: one qmdb_db may be used by one thread at a time (the caller serializes). Distinct
+ * handles on distinct directories are independent. qmdb_batch objects are owned by the
+ * caller and are not thread-safe.
+ */
+#ifndef QMDB_H
+#define QMDB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define QMDB_API __attribute__((visibility("default")))
+#else
+#define QMDB_API
+#endif
+
+#define QMDB_VERSION_MAJOR 0
+#define QMDB_VERSION_MINOR 1
+#define QMDB_VERSION_PATCH 0
+/** Version of the on-disk format written by this library. */
+#define QMDB_FORMAT_VERSION 1
+
+#define QMDB_HASH_LEN 32
+#define QMDB_SHARDS 16
+#define QMDB_MAX_KEY_LEN 255
+#define QMDB_MAX_VALUE_LEN ((1u << 24) - 1)
+#define QMDB_MAX_TXS_PER_BLOCK (1u << 24)
+
+/* Error codes. X-macro: (NAME, value, message). */
+#define QMDB_ERROR_MAP(X)                                                                      \
+    X(QMDB_NOTFOUND, -30900, "not found")                                                     \
+    X(QMDB_CORRUPT, -30901, "database file is corrupt")                                       \
+    X(QMDB_INVALID, -30902, "invalid argument")                                               \
+    X(QMDB_BUFFER_TOO_SMALL, -30903, "buffer too small")                                      \
+    X(QMDB_EXISTS, -30904, "database already exists")                                         \
+    X(QMDB_NOTADB, -30905, "not a qmdb database")                                             \
+    X(QMDB_VERSION_MISMATCH, -30906, "unsupported on-disk format version")                    \
+    X(QMDB_PANIC, -30907, "database handle is in a fatal state; close and reopen")            \
+    X(QMDB_BAD_HEIGHT, -30908, "block height is not last committed height + 1")              \
+    X(QMDB_PRUNED, -30909, "requested history has been pruned")                              \
+    X(QMDB_BAD_PROOF, -30910, "proof is invalid")                                             \
+    X(QMDB_TOO_MANY, -30911, "too many transactions or operations")                           \
+    X(QMDB_BUSY, -30912, "database is locked by another process")
+
+enum {
+    QMDB_OK = 0,
+#define QMDB_ERR_ENUM_(name, val, msg) name = (val),
+    QMDB_ERROR_MAP(QMDB_ERR_ENUM_)
+#undef QMDB_ERR_ENUM_
+};
+
+/** Returns a static, human-readable string for any return code (including -errno). */
+QMDB_API const char *qmdb_strerror(int rc);
+/** Returns "major.minor.patch". */
+QMDB_API const char *qmdb_version(void);
+
+typedef struct qmdb_db qmdb_db;
+typedef struct qmdb_batch qmdb_batch;
+
+/**
+ * Options. Always initialise with qmdb_options_init(), then change fields.
+ * Fields marked [create] are fixed when the database is created (qmdb_create) and stored
+ * with it; at qmdb_open they are ignored and the stored values are used.
+ */
+typedef struct qmdb_options {
+    size_t struct_size;          /**< set by qmdb_options_init */
+    uint64_t compact_thres;      /**< [create] compaction threshold (live entries per shard);
+                                      default 20,000,000 */
+    uint32_t utilization_ratio;  /**< [create] default 7 */
+    uint32_t utilization_div;    /**< [create] default 10 */
+    uint64_t entry_segment_bytes; /**< [create] size of one entry-file segment; default 1 GiB;
+                                       a multiple of 4096, at least 64 KiB */
+    uint64_t twig_segment_bytes; /**< [create] size of one twig-file segment; default 128 MiB;
+                                      a multiple of 128 KiB */
+    uint64_t history_blocks;     /**< blocks of history kept for historical proofs; a fully
+                                      inactive twig is pruned only once the last of its
+                                      entries was deactivated at least this many blocks
+                                      ago. Default 100,000. Stored at create; may be changed
+                                      at open with QMDB_OPEN_SET_HISTORY. */
+    uint32_t flags;              /**< QMDB_OPEN_* flags */
+} qmdb_options;
+
+/** Open flag: hash every entry at open and check it against the stored twig trees. */
+#define QMDB_OPEN_VERIFY 0x1u
+/** Open flag: do not prune automatically at commit (qmdb_prune still works). */
+#define QMDB_OPEN_NO_AUTO_PRUNE 0x2u
+/** Open flag: replace the stored history_blocks with options->history_blocks. */
+#define QMDB_OPEN_SET_HISTORY 0x4u
+/** Open flag: open for reading only (no commits; no files are changed). */
+#define QMDB_OPEN_RDONLY 0x8u
+
+QMDB_API void qmdb_options_init(qmdb_options *opt);
+
+/**
+ * Creates a new database at height 0 in directory dir (created if missing; it must be empty
+ * of qmdb files). Returns QMDB_EXISTS if a database is already there, QMDB_INVALID for bad
+ * options, -errno on I/O failure.
+ */
+QMDB_API int qmdb_create(const char *dir, const qmdb_options *opt);
+
+/**
+ * Opens an existing database, recovering to its latest committed height.
+ * opt may be NULL (defaults). On failure *out is NULL and there is nothing to free.
+ * Returns QMDB_NOTADB if dir holds no database, QMDB_CORRUPT if recovery finds bad bytes or a
+ * root mismatch (see qmdb_open_error() for details), -errno on I/O failure.
+ */
+QMDB_API int qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out);
+
+/** Detail of the last failed qmdb_open/qmdb_create in this thread (static buffer). */
+QMDB_API const char *qmdb_open_error(void);
+
+/** Closes the handle (NULL is allowed). Nothing uncommitted is kept. Returns the first
+ *  error met while releasing resources, normally 0. */
+QMDB_API int qmdb_close(qmdb_db *db);
+
+/** Detail of the latest failure on db ("" if none). Valid until the next call on db. */
+QMDB_API const char *qmdb_last_error(qmdb_db *db);
+
+/** Latest committed height. */
+QMDB_API uint64_t qmdb_height(qmdb_db *db);
+
+/**
+ * State root of committed height `height` (UINT64_MAX means the latest).
+ * Returns QMDB_NOTFOUND if height is above the latest committed height.
+ */
+QMDB_API int qmdb_root(qmdb_db *db, uint64_t height, uint8_t out[QMDB_HASH_LEN]);
+
+/** Current (latest committed) root of one shard (0..15). */
+QMDB_API int qmdb_shard_root(qmdb_db *db, unsigned shard, uint8_t out[QMDB_HASH_LEN]);
+
+/**
+ * Reads the value of key at the latest committed height. Copies it into buf (capacity cap)
+ * and sets *vlen to its length. Returns QMDB_NOTFOUND if absent, QMDB_BUFFER_TOO_SMALL (with
+ * *vlen set) if cap is too small. buf may be NULL when cap is 0.
+ */
+QMDB_API int qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap,
+                      size_t *vlen);
+
+/* ---- Blocks ---------------------------------------------------------------------------- */
+
+/** Creates an empty batch: one block's worth of transactions. */
+QMDB_API int qmdb_batch_new(qmdb_batch **out);
+QMDB_API void qmdb_batch_free(qmdb_batch *b);
+/** Empties b for reuse (keeps its memory). */
+QMDB_API void qmdb_batch_reset(qmdb_batch *b);
+/** Starts the next transaction. A new batch already has transaction 0 open; calling
+ *  qmdb_batch_tx before any operation of the batch does nothing (it names transaction 0). */
+QMDB_API int qmdb_batch_tx(qmdb_batch *b);
+/** Adds put(key, value) to the current transaction (both are copied). QMDB_INVALID if the key
+ *  is 0 or more than 255 bytes, or the value is empty or longer than QMDB_MAX_VALUE_LEN. */
+QMDB_API int qmdb_batch_put(qmdb_batch *b, const void *key, size_t klen, const void *val,
+                            size_t vlen);
+/** Adds delete(key) to the current transaction. */
+QMDB_API int qmdb_batch_del(qmdb_batch *b, const void *key, size_t klen);
+/** Number of operations and transactions in b. */
+QMDB_API size_t qmdb_batch_ops(const qmdb_batch *b);
+QMDB_API size_t qmdb_batch_txs(const qmdb_batch *b);
+
+/**
+ * Applies batch b as block `height` (must be qmdb_height()+1, else QMDB_BAD_HEIGHT with
+ * nothing changed) and commits it durably. On success writes the new state root to root_out
+ * (may be NULL). On an I/O failure the handle goes fatal (QMDB_PANIC afterwards); the block
+ * is not committed and reopening recovers the previous height.
+ */
+QMDB_API int qmdb_commit(qmdb_db *db, uint64_t height, const qmdb_batch *b,
+                         uint8_t root_out[QMDB_HASH_LEN]);
+
+/** Prunes now every twig that the history setting allows. Never changes a root. */
+QMDB_API int qmdb_prune(qmdb_db *db);
+
+/* ---- Statistics ------------------------------------------------------------------------- */
+
+typedef struct qmdb_stats {
+    uint64_t height;
+    uint64_t live_entries;       /**< live user entries (sentries excluded) */
+    uint64_t live_with_sentries; /**< live entries including the 65,536 sentries */
+    uint64_t total_entries;      /**< entries ever appended (sum of next serial numbers) */
+    uint64_t unpruned_entries;   /**< entries still on disk (not pruned) */
+    uint64_t index_dram_bytes;   /**< DRAM used by the indexer */
+    uint64_t tree_dram_bytes;    /**< DRAM used by twigs, ActiveBits and upper trees */
+    uint64_t ssd_bytes;          /**< bytes of all database files */
+    uint64_t entry_file_bytes;   /**< bytes of entry files (unpruned) */
+    uint64_t twig_file_bytes;    /**< bytes of twig files (unpruned) */
+    uint64_t compactions;        /**< compaction steps done since open */
+    uint64_t pruned_twigs;       /**< twigs pruned (all shards) */
+    uint64_t compact_thres;
+    uint32_t utilization_ratio, utilization_div;
+    uint64_t history_blocks;
+} qmdb_stats;
+
+QMDB_API int qmdb_stat(qmdb_db *db, qmdb_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* QMDB_H */

@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * db.c -- implements the qmdb_* API (qmdb.h): argument checks, the block commit sequence and
+ * its durability order, open/recovery orchestration, and the handle state machine.
+ *
+ * States: (qmdb_open) -> RECOVERING -> READY -> (qmdb_close)
+ *                                       READY -> FATAL   on any failure after a block started
+ *                                                        to change state (apply, hash, sync,
+ *                                                        metadata); FATAL answers QMDB_PANIC.
+ *
+ * Durability order of a commit (crash at any point recovers height H-1 or H exactly):
+ *  (1) apply the block to every shard (entry-log appends go to write buffers, may spill);
+ *  (2) hash: shard roots, global root;
+ *  (3) fsync every shard's entry log, twig file and twig-meta file;
+ *  (4) append the state root to ROOTS and fsync it;
+ *  (5) write and fsync the metadata slot (the commit point);
+ *  (6) delete segments that the new metadata marks as pruned.
+ *
+ * Thread: one caller at a time per handle.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "changeset.h"
+#include "entry.h"
+#include "hash.h"
+#include "io.h"
+#include "meta.h"
+#include "shard.h"
+
+enum db_state { DB_READY, DB_FATAL };
+
+struct qmdb_db {
+    char *dir;
+    qm_params par;
+    qm_meta meta;      /* last committed metadata */
+    int meta_fd;
+    int roots_fd;
+    int lock_fd;
+    enum db_state state;
+    bool auto_prune;
+    qm_err err;
+    qm_shard shard[QM_SHARD_COUNT];
+    qm_changeset cs;
+    qm_ebuf getbuf;
+    u64 pruned_twigs;
+};
+
+static _Thread_local char open_error[512];
+
+const char *
+qmdb_open_error(void)
+{
+    return open_error;
+}
+
+void
+qmdb_options_init(qmdb_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->struct_size = sizeof(*o);
+    o->compact_thres = 20000000;
+    o->utilization_ratio = 7;
+    o->utilization_div = 10;
+    o->entry_segment_bytes = 1ull << 30;
+    o->twig_segment_bytes = 128ull << 20;
+    o->history_blocks = 100000;
+    o->flags = 0;
+}
+
+static int
+opt_check(const qmdb_options *o, qm_err *err)
+{
+    if (o->struct_size < sizeof(qmdb_options))
+        return qm_err_set(err, QMDB_INVALID, "options not initialised with qmdb_options_init");
+    if (o->utilization_ratio == 0 || o->utilization_div == 0)
+        return qm_err_set(err, QMDB_INVALID, "utilization ratio and divisor must be >= 1");
+    if (o->compact_thres == 0)
+        return qm_err_set(err, QMDB_INVALID, "compact_thres must be >= 1");
+    if (o->entry_segment_bytes < 65536 || o->entry_segment_bytes % 4096)
+        return qm_err_set(err, QMDB_INVALID,
+                          "entry_segment_bytes must be a multiple of 4096 and >= 65536");
+    if (o->twig_segment_bytes == 0 || o->twig_segment_bytes % (128 * 1024))
+        return qm_err_set(err, QMDB_INVALID, "twig_segment_bytes must be a multiple of 128 KiB");
+    return 0;
+}
+
+static void
+global_root(qm_shard *shards, u8 out[32])
+{
+    u8 lvl[8][32];
+    for (unsigned i = 0; i < 8; i++)
+        qm_h2(64, shards[2 * i].tree.root, shards[2 * i + 1].tree.root, lvl[i]);
+    for (unsigned i = 0; i < 4; i++)
+        qm_h2(65, lvl[2 * i], lvl[2 * i + 1], lvl[i]);
+    for (unsigned i = 0; i < 2; i++)
+        qm_h2(66, lvl[2 * i], lvl[2 * i + 1], lvl[i]);
+    qm_h2(67, lvl[0], lvl[1], out);
+}
+
+static int
+db_lock(qmdb_db *db)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/LOCK", db->dir);
+    db->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (db->lock_fd < 0)
+        return qm_err_set(&db->err, -errno, "cannot open %s: %s", path, strerror(errno));
+    if (flock(db->lock_fd, (db->par.rdonly ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0)
+        return qm_err_set(&db->err, QMDB_BUSY, "%s is in use by another process", db->dir);
+    return 0;
+}
+
+static void
+db_free(qmdb_db *db)
+{
+    if (!db)
+        return;
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        qm_shard_close(&db->shard[s]);
+    const qm_io *io = qm_io_get();
+    if (db->meta_fd >= 0)
+        io->close(db->meta_fd);
+    if (db->roots_fd >= 0)
+        io->close(db->roots_fd);
+    if (db->lock_fd >= 0)
+        close(db->lock_fd);
+    qm_changeset_free(&db->cs);
+    qm_ebuf_free(&db->getbuf);
+    free(db->dir);
+    free(db);
+}
+
+static qmdb_db *
+db_alloc(const char *dir)
+{
+    qmdb_db *db = calloc(1, sizeof(*db));
+    if (!db)
+        return NULL;
+    db->dir = strdup(dir);
+    db->meta_fd = db->roots_fd = db->lock_fd = -1;
+    qm_changeset_init(&db->cs);
+    if (!db->dir) {
+        free(db);
+        return NULL;
+    }
+    return db;
+}
+
+static int
+roots_open(qmdb_db *db, bool create)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/ROOTS", db->dir);
+    int flags = db->par.rdonly ? O_RDONLY : O_RDWR;
+    if (create)
+        flags |= O_CREAT | O_TRUNC;
+    int fd = qm_io_get()->open(path, flags, 0644);
+    if (fd < 0)
+        return qm_err_set(&db->err, fd == -ENOENT ? QMDB_CORRUPT : fd, "cannot open %s: %s",
+                          path, qmdb_strerror(fd));
+    db->roots_fd = fd;
+    return 0;
+}
+
+/* Steps (3)-(6) of the commit order; m is the metadata to commit. */
+static int
+db_make_durable(qmdb_db *db, qm_meta *m)
+{
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        QM_RET(qm_shard_sync(&db->shard[s]));
+    int rc = qm_io_pwrite_full(db->roots_fd, m->state_root, 32, 32 * m->height);
+    if (!rc)
+        rc = qm_io_get()->fsync(db->roots_fd);
+    if (rc)
+        return qm_err_set(&db->err, rc, "%s/ROOTS: write of height %" PRIu64 " failed: %s",
+                          db->dir, m->height, qmdb_strerror(rc));
+    QM_RET(qm_meta_store(db->dir, &db->meta_fd, m, &db->err));
+    db->meta = *m;
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++) {
+        u64 before = db->shard[s].tree.first_twig;
+        QM_RET(qm_shard_after_commit(&db->shard[s]));
+        db->pruned_twigs += db->shard[s].tree.first_twig - before;
+    }
+    return 0;
+}
+
+static void
+db_fill_meta(qmdb_db *db, qm_meta *m, u64 height, u64 seq)
+{
+    memset(m, 0, sizeof(*m));
+    m->seq = seq;
+    m->height = height;
+    m->compact_thres = db->par.compact_thres;
+    m->util_ratio = db->par.util_ratio;
+    m->util_div = db->par.util_div;
+    m->history_blocks = db->par.history_blocks;
+    m->entry_seg = db->par.entry_seg;
+    m->twig_seg = db->par.twig_seg;
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        qm_shard_meta_fill(&db->shard[s], &m->shard[s]);
+    global_root(db->shard, m->state_root);
+}
+
+int
+qmdb_create(const char *dir, const qmdb_options *opt)
+{
+    qmdb_options defaults;
+    qm_err err = {{0}};
+    open_error[0] = '\0';
+    if (!opt) {
+        qmdb_options_init(&defaults);
+        opt = &defaults;
+    }
+    if (!dir || !*dir)
+        return QMDB_INVALID;
+    int rc = opt_check(opt, &err);
+    if (rc)
+        goto fail_early;
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+        rc = qm_err_set(&err, -errno, "cannot create directory %s: %s", dir, strerror(errno));
+        goto fail_early;
+    }
+    struct stat st;
+    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        rc = qm_err_set(&err, QMDB_INVALID, "%s is not a directory", dir);
+        goto fail_early;
+    }
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/META", dir);
+    if (access(path, F_OK) == 0) {
+        rc = qm_err_set(&err, QMDB_EXISTS, "%s already holds a qmdb database", dir);
+        goto fail_early;
+    }
+    qmdb_db *db = db_alloc(dir);
+    if (!db)
+        return -ENOMEM;
+    db->par.compact_thres = opt->compact_thres;
+    db->par.util_ratio = opt->utilization_ratio;
+    db->par.util_div = opt->utilization_div;
+    db->par.history_blocks = opt->history_blocks;
+    db->par.entry_seg = opt->entry_segment_bytes;
+    db->par.twig_seg = opt->twig_segment_bytes;
+    QM_TRY(db_lock(db));
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        QM_TRY(qm_shard_create(&db->shard[s], s, dir, &db->par, &db->err));
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        QM_TRY(qm_shard_seal(&db->shard[s]));
+    QM_TRY(roots_open(db, true));
+    qm_meta m;
+    db_fill_meta(db, &m, 0, 0);
+    QM_TRY(db_make_durable(db, &m));
+    QM_TRY(qm_io_fsync_dir(dir));
+out:
+    if (rc)
+        snprintf(open_error, sizeof(open_error), "%s", db->err.msg[0] ? db->err.msg : qmdb_strerror(rc));
+    db_free(db);
+    return rc;
+fail_early:
+    snprintf(open_error, sizeof(open_error), "%s", err.msg);
+    return rc;
+}
+
+int
+qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
+{
+    qmdb_options defaults;
+    open_error[0] = '\0';
+    *out = NULL;
+    if (!opt) {
+        qmdb_options_init(&defaults);
+        opt = &defaults;
+    }
+    if (!dir || !*dir || opt->struct_size < sizeof(qmdb_options))
+        return QMDB_INVALID;
+    struct stat st;
+    if (stat(dir, &st) < 0) {
+        int e = errno;
+        snprintf(open_error, sizeof(open_error), "%s: %s", dir, strerror(e));
+        return e == ENOENT ? QMDB_NOTADB : -e;
+    }
+    qmdb_db *db = db_alloc(dir);
+    if (!db)
+        return -ENOMEM;
+    int rc;
+    db->par.rdonly = (opt->flags & QMDB_OPEN_RDONLY) != 0;
+    db->par.verify = (opt->flags & QMDB_OPEN_VERIFY) != 0;
+    db->auto_prune = !(opt->flags & QMDB_OPEN_NO_AUTO_PRUNE);
+    QM_TRY(qm_meta_load(dir, &db->meta, &db->err));
+    QM_TRY(db_lock(db));
+    /* Reload under the lock: another process may have committed meanwhile. */
+    QM_TRY(qm_meta_load(dir, &db->meta, &db->err));
+    db->par.compact_thres = db->meta.compact_thres;
+    db->par.util_ratio = db->meta.util_ratio;
+    db->par.util_div = db->meta.util_div;
+    db->par.history_blocks = (opt->flags & QMDB_OPEN_SET_HISTORY) ? opt->history_blocks
+                                                                  : db->meta.history_blocks;
+    db->par.entry_seg = db->meta.entry_seg;
+    db->par.twig_seg = db->meta.twig_seg;
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        QM_TRY(qm_shard_open(&db->shard[s], s, dir, &db->par, &db->meta.shard[s], &db->err));
+    u8 root[32];
+    global_root(db->shard, root);
+    if (memcmp(root, db->meta.state_root, 32) != 0) {
+        rc = QM_CORRUPT(&db->err, "%s/META: state root does not match the shard roots", dir);
+        goto out;
+    }
+    QM_TRY(roots_open(db, false));
+    u64 rsize;
+    QM_TRY(qm_io_get()->fsize(db->roots_fd, &rsize));
+    u64 want = 32 * (db->meta.height + 1);
+    if (rsize < want) {
+        rc = QM_CORRUPT(&db->err, "%s/ROOTS: %" PRIu64 " bytes, height %" PRIu64 " needs %" PRIu64,
+                        dir, rsize, db->meta.height, want);
+        goto out;
+    }
+    if (rsize > want && !db->par.rdonly)
+        QM_TRY(qm_io_get()->ftruncate(db->roots_fd, want));
+    QM_TRY(qm_io_pread_full(db->roots_fd, root, 32, want - 32));
+    if (memcmp(root, db->meta.state_root, 32) != 0) {
+        rc = QM_CORRUPT(&db->err, "%s/ROOTS: root of height %" PRIu64 " at offset %" PRIu64
+                        " differs from the metadata", dir, db->meta.height, want - 32);
+        goto out;
+    }
+    if (getenv("QMDB_TRACE")) {
+        FILE *f = fopen(getenv("QMDB_TRACE"), "a");
+        for (unsigned s = 0; s < QM_SHARD_COUNT && f; s++)
+            db->shard[s].trace = s == 0 ? f : fdopen(dup(fileno(f)), "a");
+    }
+out:
+    if (rc) {
+        snprintf(open_error, sizeof(open_error), "%s",
+                 db->err.msg[0] ? db->err.msg : qmdb_strerror(rc));
+        db_free(db);
+        return rc;
+    }
+    *out = db;
+    return 0;
+}
+
+int
+qmdb_close(qmdb_db *db)
+{
+    db_free(db);
+    return 0;
+}
+
+const char *
+qmdb_last_error(qmdb_db *db)
+{
+    return db ? db->err.msg : "";
+}
+
+uint64_t
+qmdb_height(qmdb_db *db)
+{
+    return db->meta.height;
+}
+
+int
+qmdb_root(qmdb_db *db, uint64_t height, uint8_t out[32])
+{
+    if (height == UINT64_MAX || height == db->meta.height) {
+        memcpy(out, db->meta.state_root, 32);
+        return 0;
+    }
+    if (height > db->meta.height)
+        return qm_err_set(&db->err, QMDB_NOTFOUND, "height %" PRIu64 " is above the latest (%" PRIu64 ")",
+                          height, db->meta.height);
+    int rc = qm_io_pread_full(db->roots_fd, out, 32, 32 * height);
+    if (rc)
+        return qm_err_set(&db->err, rc, "%s/ROOTS: read at %" PRIu64 ": %s", db->dir,
+                          32 * height, qmdb_strerror(rc));
+    return 0;
+}
+
+int
+qmdb_shard_root(qmdb_db *db, unsigned shard, uint8_t out[32])
+{
+    if (shard >= QM_SHARD_COUNT)
+        return QMDB_INVALID;
+    memcpy(out, db->meta.shard[shard].root, 32);
+    return 0;
+}
+
+int
+qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_t *vlen)
+{
+    if (db->state == DB_FATAL)
+        return QMDB_PANIC;
+    if (!key || klen == 0 || klen > QMDB_MAX_KEY_LEN || (cap > 0 && !buf) || !vlen)
+        return QMDB_INVALID;
+    u8 kh[32];
+    qm_sha256(key, klen, kh);
+    qm_shard *s = &db->shard[qm_shard_of(kh)];
+    qm_entry e;
+    u64 pos;
+    int rc = qm_shard_get(s, kh, key, (u32)klen, &db->getbuf, &e, &pos);
+    if (rc)
+        return rc;
+    *vlen = e.vlen;
+    if (cap < e.vlen)
+        return QMDB_BUFFER_TOO_SMALL;
+    memcpy(buf, e.value, e.vlen);
+    return 0;
+}
+
+int
+qmdb_commit(qmdb_db *db, uint64_t height, const qmdb_batch *b, uint8_t root_out[32])
+{
+    if (db->state == DB_FATAL)
+        return QMDB_PANIC;
+    if (db->par.rdonly)
+        return qm_err_set(&db->err, QMDB_INVALID, "database was opened read-only");
+    if (height != db->meta.height + 1)
+        return qm_err_set(&db->err, QMDB_BAD_HEIGHT,
+                          "block height %" PRIu64 " is not last committed height + 1 (%" PRIu64 ")",
+                          height, db->meta.height + 1);
+    if (!b)
+        return QMDB_INVALID;
+    /* Nothing has changed yet: a failure here leaves the handle usable. */
+    int rc = qm_changeset_build(&db->cs, b);
+    if (rc)
+        return rc;
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++) {
+        QM_TRY(qm_shard_apply(&db->shard[s], height, db->cs.ops[s], db->cs.n[s]));
+        QM_TRY(qm_shard_seal(&db->shard[s]));
+        if (db->auto_prune)
+            qm_shard_plan_prune(&db->shard[s], height);
+    }
+    qm_meta m;
+    db_fill_meta(db, &m, height, db->meta.seq + 1);
+    QM_TRY(db_make_durable(db, &m));
+    if (root_out)
+        memcpy(root_out, m.state_root, 32);
+out:
+    if (rc)
+        db->state = DB_FATAL;
+    return rc;
+}
+
+int
+qmdb_prune(qmdb_db *db)
+{
+    if (db->state == DB_FATAL)
+        return QMDB_PANIC;
+    if (db->par.rdonly)
+        return QMDB_INVALID;
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        qm_shard_plan_prune(&db->shard[s], db->meta.height);
+    qm_meta m;
+    db_fill_meta(db, &m, db->meta.height, db->meta.seq + 1);
+    /* Same height and root: only the heads move. ROOTS is rewritten with the same bytes. */
+    int rc = db_make_durable(db, &m);
+    if (rc)
+        db->state = DB_FATAL;
+    return rc;
+}
+
+int
+qmdb_stat(qmdb_db *db, qmdb_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->height = db->meta.height;
+    for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
+        qm_shard *s = &db->shard[i];
+        st->live_with_sentries += s->live;
+        st->total_entries += s->tree.next_sn;
+        st->unpruned_entries += s->tree.next_sn - (s->tree.first_twig << QM_TWIG_SHIFT);
+        st->index_dram_bytes += qm_index_dram_bytes(&s->index);
+        st->tree_dram_bytes += qm_tree_dram_bytes(&s->tree);
+        st->entry_file_bytes += qm_hpfile_disk_bytes(&s->entries);
+        st->twig_file_bytes += qm_hpfile_disk_bytes(&s->twigs) + qm_hpfile_disk_bytes(&s->tmeta);
+        st->compactions += s->compactions;
+    }
+    st->live_entries = st->live_with_sentries - QM_SHARD_COUNT * QM_SENTRIES_PER_SHARD;
+    st->ssd_bytes = st->entry_file_bytes + st->twig_file_bytes + 32 * (db->meta.height + 1) +
+                    2 * QM_META_SLOT;
+    st->pruned_twigs = db->pruned_twigs;
+    st->compact_thres = db->par.compact_thres;
+    st->utilization_ratio = db->par.util_ratio;
+    st->utilization_div = db->par.util_div;
+    st->history_blocks = db->par.history_blocks;
+    return 0;
+}

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hpfile.c -- head-prunable segmented append-only file (format and rules in hpfile.h).
+ * Thread: the owning shard's writer.
+ */
+#include "hpfile.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "io.h"
+
+static void
+seg_path(const qm_hpfile *f, u64 seg, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s.%010" PRIu64, f->path_prefix, seg);
+}
+
+static int
+seg_fd(qm_hpfile *f, u64 seg, bool create, int *fd_out)
+{
+    if (seg >= f->nfds) {
+        u64 n = QM_MAX(seg + 1, f->nfds * 2 + 4);
+        int *fds = realloc(f->fds, n * sizeof(int));
+        if (!fds)
+            return -ENOMEM;
+        for (u64 i = f->nfds; i < n; i++)
+            fds[i] = -1;
+        f->fds = fds;
+        f->nfds = n;
+    }
+    if (f->fds[seg] < 0) {
+        char path[4096];
+        seg_path(f, seg, path, sizeof(path));
+        int flags = f->rdonly ? O_RDONLY : O_RDWR;
+        if (create)
+            flags |= O_CREAT;
+        int fd = qm_io_get()->open(path, flags, 0644);
+        if (fd < 0)
+            return qm_err_set(f->err, fd == -ENOENT ? QMDB_CORRUPT : fd,
+                              "cannot open segment %s: %s", path, qmdb_strerror(fd));
+        f->fds[seg] = fd;
+        if (create)
+            f->new_segment = true;
+    }
+    *fd_out = f->fds[seg];
+    return 0;
+}
+
+static void
+seg_close(qm_hpfile *f, u64 seg)
+{
+    if (seg < f->nfds && f->fds[seg] >= 0) {
+        qm_io_get()->close(f->fds[seg]);
+        f->fds[seg] = -1;
+    }
+}
+
+/* Writes [pos, pos+len) directly to segment files. */
+static int
+hp_write_files(qm_hpfile *f, const u8 *data, size_t len, u64 pos)
+{
+    while (len > 0) {
+        u64 seg = pos / f->seg_size, off = pos % f->seg_size;
+        size_t chunk = (size_t)QM_MIN((u64)len, f->seg_size - off);
+        int fd;
+        QM_RET(seg_fd(f, seg, true, &fd));
+        int rc = qm_io_pwrite_full(fd, data, chunk, off);
+        if (rc)
+            return qm_err_set(f->err, rc, "write to %s segment %" PRIu64 " at %" PRIu64 ": %s",
+                              f->path_prefix, seg, off, qmdb_strerror(rc));
+        data += chunk;
+        len -= chunk;
+        pos += chunk;
+    }
+    return 0;
+}
+
+int
+qm_hpfile_open(qm_hpfile *f, const char *dir, const char *prefix, u64 seg_size, u64 head,
+               u64 size, size_t buf_cap, bool create, bool rdonly, qm_err *err)
+{
+    memset(f, 0, sizeof(*f));
+    f->err = err;
+    f->seg_size = seg_size;
+    f->head = head;
+    f->size = f->flushed = f->synced = size;
+    f->rdonly = rdonly;
+    f->buf_cap = buf_cap;
+    size_t plen = strlen(dir) + strlen(prefix) + 2;
+    f->path_prefix = malloc(plen);
+    f->buf = rdonly ? NULL : malloc(buf_cap ? buf_cap : 1);
+    if (!f->path_prefix || (!rdonly && !f->buf)) {
+        free(f->path_prefix);
+        free(f->buf);
+        return -ENOMEM;
+    }
+    snprintf(f->path_prefix, plen, "%s/%s", dir, prefix);
+    if (create)
+        return 0;
+
+    const qm_io *io = qm_io_get();
+    int rc = 0;
+    u64 first = head / seg_size;
+    u64 last = size ? (size - 1) / seg_size : 0; /* last segment holding data */
+    /* Check every committed segment, cutting the last back to the committed size. */
+    for (u64 s = first; size > head && s <= last; s++) {
+        int fd;
+        QM_TRY(seg_fd(f, s, false, &fd));
+        u64 want = (s == last) ? size - s * seg_size : seg_size, have;
+        QM_TRY(io->fsize(fd, &have));
+        if (have < want) {
+            rc = QM_CORRUPT(err, "%s.%010" PRIu64 ": %" PRIu64 " bytes, committed size needs %" PRIu64,
+                            f->path_prefix, s, have, want);
+            goto out;
+        }
+        if (have > want && !rdonly)
+            QM_TRY(io->ftruncate(fd, want));
+    }
+    if (!rdonly) {
+        /* Delete uncommitted segments after the last one, and stale ones below the head. */
+        char path[4096];
+        u64 s = (size > head) ? last + 1 : size / seg_size;
+        if (size > head && size % seg_size == 0)
+            s = last + 1;
+        for (;; s++) {
+            seg_path(f, s, path, sizeof(path));
+            if (io->unlink(path) != 0)
+                break;
+        }
+        for (u64 k = first; k-- > 0;) {
+            seg_path(f, k, path, sizeof(path));
+            if (io->unlink(path) != 0)
+                break;
+        }
+    }
+out:
+    if (rc)
+        qm_hpfile_close(f);
+    return rc;
+}
+
+int
+qm_hpfile_close(qm_hpfile *f)
+{
+    for (u64 i = 0; i < f->nfds; i++)
+        seg_close(f, i);
+    free(f->fds);
+    free(f->buf);
+    free(f->path_prefix);
+    memset(f, 0, sizeof(*f));
+    return 0;
+}
+
+int
+qm_hpfile_flush(qm_hpfile *f)
+{
+    if (f->size == f->flushed)
+        return 0;
+    QM_RET(hp_write_files(f, f->buf, (size_t)(f->size - f->flushed), f->flushed));
+    f->flushed = f->size;
+    return 0;
+}
+
+int
+qm_hpfile_append(qm_hpfile *f, const void *data, size_t len, u64 *pos)
+{
+    QM_ASSERT(!f->rdonly);
+    *pos = f->size;
+    size_t used = (size_t)(f->size - f->flushed);
+    if (used + len > f->buf_cap) {
+        QM_RET(qm_hpfile_flush(f));
+        used = 0;
+        if (len > f->buf_cap) {
+            QM_RET(hp_write_files(f, data, len, f->size));
+            f->size += len;
+            f->flushed = f->size;
+            return 0;
+        }
+    }
+    memcpy(f->buf + used, data, len);
+    f->size += len;
+    return 0;
+}
+
+int
+qm_hpfile_read_upto(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got)
+{
+    *got = 0;
+    if (pos < f->head || pos > f->size)
+        return qm_err_set(f->err, QMDB_INVALID,
+                          "read of %s at %" PRIu64 " outside [%" PRIu64 ", %" PRIu64 ")",
+                          f->path_prefix, pos, f->head, f->size);
+    len = (size_t)QM_MIN((u64)len, f->size - pos);
+    u8 *dst = out;
+    size_t done = 0;
+    while (done < len && pos + done < f->flushed) {
+        u64 p = pos + done;
+        u64 seg = p / f->seg_size, off = p % f->seg_size;
+        size_t chunk = (size_t)QM_MIN((u64)(len - done), f->seg_size - off);
+        chunk = (size_t)QM_MIN((u64)chunk, f->flushed - p);
+        int fd;
+        QM_RET(seg_fd(f, seg, false, &fd));
+        int rc = qm_io_pread_full(fd, dst + done, chunk, off);
+        if (rc)
+            return qm_err_set(f->err, rc, "read of %s.%010" PRIu64 " at %" PRIu64 ": %s",
+                              f->path_prefix, seg, off, qmdb_strerror(rc));
+        done += chunk;
+    }
+    if (done < len) {
+        u64 p = pos + done;
+        memcpy(dst + done, f->buf + (p - f->flushed), len - done);
+        done = len;
+    }
+    *got = done;
+    return 0;
+}
+
+int
+qm_hpfile_read(qm_hpfile *f, u64 pos, void *out, size_t len)
+{
+    size_t got;
+    QM_RET(qm_hpfile_read_upto(f, pos, out, len, &got));
+    if (got != len)
+        return qm_err_set(f->err, QMDB_CORRUPT,
+                          "%s: read of %zu bytes at %" PRIu64 " passes the end (%" PRIu64 ")",
+                          f->path_prefix, len, pos, f->size);
+    return 0;
+}
+
+int
+qm_hpfile_sync(qm_hpfile *f)
+{
+    QM_RET(qm_hpfile_flush(f));
+    if (f->synced == f->flushed && !f->new_segment)
+        return 0;
+    u64 first = f->synced / f->seg_size;
+    u64 last = f->flushed ? (f->flushed - 1) / f->seg_size : 0;
+    for (u64 s = first; s <= last && f->flushed > f->synced; s++) {
+        int fd;
+        QM_RET(seg_fd(f, s, true, &fd));
+        int rc = qm_io_get()->fsync(fd);
+        if (rc)
+            return qm_err_set(f->err, rc, "fsync of %s.%010" PRIu64 ": %s", f->path_prefix, s,
+                              qmdb_strerror(rc));
+        /* Segments before the last are complete and never written again. */
+        if (s < last)
+            seg_close(f, s);
+    }
+    if (f->new_segment) {
+        char dir[4096];
+        snprintf(dir, sizeof(dir), "%s", f->path_prefix);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        int rc = qm_io_fsync_dir(dir);
+        if (rc)
+            return qm_err_set(f->err, rc, "fsync of directory %s: %s", dir, qmdb_strerror(rc));
+        f->new_segment = false;
+    }
+    f->synced = f->flushed;
+    return 0;
+}
+
+int
+qm_hpfile_prune_head(qm_hpfile *f, u64 new_head)
+{
+    if (new_head <= f->head)
+        return 0;
+    QM_ASSERT(new_head <= f->size);
+    u64 old_first = f->head / f->seg_size, new_first = new_head / f->seg_size;
+    f->head = new_head;
+    for (u64 s = old_first; s < new_first; s++) {
+        char path[4096];
+        seg_close(f, s);
+        seg_path(f, s, path, sizeof(path));
+        int rc = qm_io_get()->unlink(path);
+        if (rc && rc != -ENOENT)
+            return qm_err_set(f->err, rc, "cannot delete %s: %s", path, qmdb_strerror(rc));
+    }
+    return 0;
+}
+
+u64
+qm_hpfile_disk_bytes(const qm_hpfile *f)
+{
+    u64 start = (f->head / f->seg_size) * f->seg_size;
+    return f->size > start ? f->size - start : 0;
+}

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * indexer.c -- the in-memory indexer (record layout in indexer.h).
+ * Thread: the shard's writer.
+ */
+#include "indexer.h"
+
+#include <stdlib.h>
+
+#include "codec.h"
+
+static inline qm_index_unit *
+idx_unit(qm_index *x, const u8 kh[32])
+{
+    return &x->units[((unsigned)(kh[0] & 0x0f) << 8) | kh[1]];
+}
+
+static inline u64
+rec_pos(const u8 *r)
+{
+    return qm_get_u48be(r + 6) << 3;
+}
+
+/* First record index whose key is >= k6 (6 bytes). */
+static u32
+idx_lower_bound(const qm_index_unit *u, const u8 *k6)
+{
+    u32 lo = 0, hi = u->n;
+    while (lo < hi) {
+        u32 mid = lo + (hi - lo) / 2;
+        if (memcmp(u->recs + (size_t)mid * QM_INDEX_REC, k6, 6) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void
+qm_index_init(qm_index *x)
+{
+    memset(x, 0, sizeof(*x));
+}
+
+void
+qm_index_free(qm_index *x)
+{
+    for (unsigned i = 0; i < QM_UNITS_PER_SHARD; i++)
+        free(x->units[i].recs);
+    memset(x, 0, sizeof(*x));
+}
+
+size_t
+qm_index_find(const qm_index *xc, const u8 kh[32], u64 *out, size_t cap)
+{
+    qm_index *x = (qm_index *)xc;
+    const qm_index_unit *u = idx_unit(x, kh);
+    size_t cnt = 0;
+    for (u32 i = idx_lower_bound(u, kh + 2); i < u->n; i++) {
+        const u8 *r = u->recs + (size_t)i * QM_INDEX_REC;
+        if (memcmp(r, kh + 2, 6) != 0)
+            break;
+        if (cnt < cap)
+            out[cnt] = rec_pos(r);
+        cnt++;
+    }
+    return cnt;
+}
+
+size_t
+qm_index_pred_candidates(const qm_index *xc, const u8 kh[32], u64 *out, size_t cap)
+{
+    qm_index *x = (qm_index *)xc;
+    const qm_index_unit *u = idx_unit(x, kh);
+    u32 lb = idx_lower_bound(u, kh + 2);
+    size_t cnt = 0;
+    if (lb > 0) {
+        /* The group of records sharing the largest prefix below kh's. */
+        const u8 *prev = u->recs + (size_t)(lb - 1) * QM_INDEX_REC;
+        u32 i = lb;
+        while (i > 0 && memcmp(u->recs + (size_t)(i - 1) * QM_INDEX_REC, prev, 6) == 0)
+            i--;
+        for (; i < lb; i++) {
+            if (cnt < cap)
+                out[cnt] = rec_pos(u->recs + (size_t)i * QM_INDEX_REC);
+            cnt++;
+        }
+    }
+    for (u32 i = lb; i < u->n; i++) {
+        const u8 *r = u->recs + (size_t)i * QM_INDEX_REC;
+        if (memcmp(r, kh + 2, 6) != 0)
+            break;
+        if (cnt < cap)
+            out[cnt] = rec_pos(r);
+        cnt++;
+    }
+    return cnt;
+}
+
+static int
+unit_grow(qm_index *x, qm_index_unit *u, u32 need)
+{
+    if (need <= u->cap)
+        return 0;
+    /* Grow by 1/8 (at least 4 records) to keep slack, and so DRAM per entry, low. */
+    u32 ncap = QM_MAX(need, u->cap + QM_MAX(4u, u->cap / 8));
+    u8 *p = realloc(u->recs, (size_t)ncap * QM_INDEX_REC);
+    if (!p)
+        return -ENOMEM;
+    x->bytes += (u64)(ncap - u->cap) * QM_INDEX_REC;
+    u->recs = p;
+    u->cap = ncap;
+    return 0;
+}
+
+int
+qm_index_insert(qm_index *x, const u8 kh[32], u64 pos)
+{
+    qm_index_unit *u = idx_unit(x, kh);
+    QM_RET(unit_grow(x, u, u->n + 1));
+    u32 at = idx_lower_bound(u, kh + 2);
+    u8 *r = u->recs + (size_t)at * QM_INDEX_REC;
+    memmove(r + QM_INDEX_REC, r, (size_t)(u->n - at) * QM_INDEX_REC);
+    memcpy(r, kh + 2, 6);
+    qm_put_u48be(r + 6, pos >> 3);
+    u->n++;
+    x->count++;
+    return 0;
+}
+
+static u8 *
+idx_find_exact(qm_index *x, qm_index_unit *u, const u8 kh[32], u64 pos)
+{
+    (void)x;
+    for (u32 i = idx_lower_bound(u, kh + 2); i < u->n; i++) {
+        u8 *r = u->recs + (size_t)i * QM_INDEX_REC;
+        if (memcmp(r, kh + 2, 6) != 0)
+            break;
+        if (rec_pos(r) == pos)
+            return r;
+    }
+    return NULL;
+}
+
+int
+qm_index_erase(qm_index *x, const u8 kh[32], u64 pos)
+{
+    qm_index_unit *u = idx_unit(x, kh);
+    u8 *r = idx_find_exact(x, u, kh, pos);
+    if (!r)
+        return QMDB_NOTFOUND;
+    u8 *end = u->recs + (size_t)u->n * QM_INDEX_REC;
+    memmove(r, r + QM_INDEX_REC, (size_t)(end - r - QM_INDEX_REC));
+    u->n--;
+    x->count--;
+    if (u->n == 0) {
+        free(u->recs);
+        x->bytes -= (u64)u->cap * QM_INDEX_REC;
+        u->recs = NULL;
+        u->cap = 0;
+    }
+    return 0;
+}
+
+int
+qm_index_replace(qm_index *x, const u8 kh[32], u64 old_pos, u64 new_pos)
+{
+    qm_index_unit *u = idx_unit(x, kh);
+    u8 *r = idx_find_exact(x, u, kh, old_pos);
+    if (!r)
+        return QMDB_NOTFOUND;
+    qm_put_u48be(r + 6, new_pos >> 3);
+    return 0;
+}
+
+int
+qm_index_bulk_add(qm_index *x, const u8 kh[32], u64 pos)
+{
+    qm_index_unit *u = idx_unit(x, kh);
+    QM_RET(unit_grow(x, u, u->n + 1));
+    u8 *r = u->recs + (size_t)u->n * QM_INDEX_REC;
+    memcpy(r, kh + 2, 6);
+    qm_put_u48be(r + 6, pos >> 3);
+    u->n++;
+    x->count++;
+    return 0;
+}
+
+static int
+rec_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, QM_INDEX_REC);
+}
+
+void
+qm_index_bulk_finish(qm_index *x)
+{
+    for (unsigned i = 0; i < QM_UNITS_PER_SHARD; i++) {
+        qm_index_unit *u = &x->units[i];
+        if (u->n > 1)
+            qsort(u->recs, u->n, QM_INDEX_REC, rec_cmp);
+    }
+}
+
+u64
+qm_index_dram_bytes(const qm_index *x)
+{
+    return sizeof(*x) + x->bytes;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * meta.h -- the metadata record: the recovery point of the database.
+ *
+ * File `META` holds two 4096-byte slots (offsets 0 and 4096). Commit k writes slot k % 2 and
+ * fsyncs it; the slot with the highest valid sequence number wins at open. A torn or corrupt
+ * slot fails its CRC and the other (previous) one is used. Slot layout (little-endian):
+ *   OFFSET SIZE FIELD
+ *   0      8    magic "QMDBMETA"
+ *   8      4    format version (1)
+ *   12     4    record length in bytes (including the trailing CRC)
+ *   16     8    sequence number (one per commit)
+ *   24     8    committed height H
+ *   32     8    compact_thres
+ *   40     4    utilization_ratio
+ *   44     4    utilization_div
+ *   48     8    history_blocks
+ *   56     8    entry-file segment size
+ *   64     8    twig-file segment size
+ *   72     32   state root of height H
+ *   104    16 x 96  per-shard records:
+ *          +0  8  next_sn          +8  8  sn_start (compaction cursor)
+ *          +16 8  sn_start_pos     +24 8  live entries (sentries included)
+ *          +32 8  entry-file size  +40 8  entry-file head (pruned below)
+ *          +48 8  first unpruned twig id
+ *          +56 8  reserved (0)     +64 32 shard root
+ *   1640   4    CRC-32C of bytes [0, 1640)
+ * The rest of the slot is zero. File `ROOTS` holds the state root of every height h at offset
+ * 32*h; it is fsynced before the slot that commits H records it (ROOTS size = 32*(H+1)).
+ *
+ * Thread: the committing thread only.
+ */
+#ifndef QM_META_H
+#define QM_META_H
+
+#include "qm_internal.h"
+
+#define QM_META_SLOT 4096u
+#define QM_META_LEN 1644u
+
+typedef struct qm_shard_meta {
+    u64 next_sn, sn_start, sn_start_pos, live;
+    u64 entry_size, entry_head, first_twig;
+    u8 root[32];
+} qm_shard_meta;
+
+typedef struct qm_meta {
+    u64 seq, height;
+    u64 compact_thres;
+    u32 util_ratio, util_div;
+    u64 history_blocks;
+    u64 entry_seg, twig_seg;
+    u8 state_root[32];
+    qm_shard_meta shard[QM_SHARD_COUNT];
+} qm_meta;
+
+/* Encodes into buf (QM_META_SLOT bytes). */
+QM_HIDDEN void qm_meta_encode(const qm_meta *m, u8 *buf);
+/* Decodes and validates one slot; QMDB_CORRUPT if invalid, QMDB_VERSION_MISMATCH if newer. */
+QM_HIDDEN int qm_meta_decode(const u8 *buf, size_t len, qm_meta *m);
+
+/* Reads META in dir and picks the newest valid slot. QMDB_NOTADB if the file is missing. */
+QM_HIDDEN int qm_meta_load(const char *dir, qm_meta *m, qm_err *err);
+/* Writes m (its seq decides the slot) and fsyncs. Creates META if needed. */
+QM_HIDDEN int qm_meta_store(const char *dir, int *fd, const qm_meta *m, qm_err *err);
+
+#endif /* QM_META_H */

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * recover.c -- opening a shard from its committed metadata: cut files back to the committed
+ * sizes, load the left roots of full twigs from the twig-meta file, scan the unpruned entry log
+ * to rebuild ActiveBits, deactivation heights and the indexer, rebuild the youngest twig's
+ * left tree, and check the recomputed shard root against the metadata.
+ *
+ * With QMDB_OPEN_VERIFY, every entry is hashed and each full twig's left root is recomputed
+ * and compared with the twig-meta record and the twig file.
+ *
+ * Thread: the opening thread, before the handle is returned.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "entry.h"
+#include "hash.h"
+#include "shard.h"
+#include "twigfile.h"
+
+/* Per scanned entry, kept until the scan ends: where it is and its key-hash head. */
+typedef struct scan_rec {
+    u64 pos;
+    u8 kh[8];
+} scan_rec;
+
+static int
+recover_twigs(qm_shard *s, const qm_shard_meta *m)
+{
+    qm_tree *t = &s->tree;
+    u64 nfull = m->next_sn >> QM_TWIG_SHIFT;
+    QM_RET(qm_tree_ensure_twigs(t, nfull + 1));
+    t->next_sn = m->next_sn;
+    t->first_twig = m->first_twig;
+    u8 rec[QM_TMETA_REC * 64];
+    for (u64 id = 0; id < nfull; id += 64) {
+        u64 cnt = QM_MIN((u64)64, nfull - id);
+        QM_RET(qm_hpfile_read(&s->tmeta, id * QM_TMETA_REC, rec, cnt * QM_TMETA_REC));
+        for (u64 k = 0; k < cnt; k++) {
+            qm_twig *tw = &t->twigs[id + k];
+            if (qm_tmeta_decode(rec + k * QM_TMETA_REC, QM_TMETA_REC, id + k, tw->left_root,
+                                &tw->first_pos) != 0)
+                return QM_CORRUPT(s->err, "shard %u twig-meta file: bad record %" PRIu64
+                                  " at offset %" PRIu64, s->id, id + k, (id + k) * QM_TMETA_REC);
+        }
+    }
+    for (u64 id = 0; id < t->first_twig; id++) {
+        free(t->twigs[id].active);
+        t->twigs[id].active = NULL;
+    }
+    return 0;
+}
+
+/* Recomputes the left tree of full twig `id` from its leaves and checks it (verify mode). */
+static int
+verify_full_twig(qm_shard *s, u64 id, u8 (*nodes)[32])
+{
+    qm_left_tree_update(nodes, 0, QM_TWIG_LEAVES);
+    if (memcmp(nodes[1], s->tree.twigs[id].left_root, 32) != 0)
+        return QM_CORRUPT(s->err, "shard %u: entries of twig %" PRIu64
+                          " do not hash to its recorded left root (entry log from offset %" PRIu64 ")",
+                          s->id, id, s->tree.twigs[id].first_pos);
+    u8 *rec = s->twigrec;
+    QM_RET(qm_hpfile_read(&s->twigs, id * QM_TWIG_REC, rec, QM_TWIG_REC));
+    if (qm_twigrec_check(rec, QM_TWIG_REC, id) != 0 || memcmp(rec, nodes[1], 4095 * 32) != 0)
+        return QM_CORRUPT(s->err, "shard %u twig file: record %" PRIu64 " at offset %" PRIu64
+                          " is corrupt", s->id, id, id * QM_TWIG_REC);
+    return 0;
+}
+
+static int
+recover_scan(qm_shard *s, const qm_shard_meta *m)
+{
+    qm_tree *t = &s->tree;
+    u64 sn0 = t->first_twig << QM_TWIG_SHIFT;
+    u64 nrec = m->next_sn - sn0;
+    u64 youngest = t->ntwigs - 1;
+    u64 ysn = youngest << QM_TWIG_SHIFT;
+    scan_rec *recs = malloc((nrec ? nrec : 1) * sizeof(scan_rec));
+    u8 (*vnodes)[32] = s->par->verify ? malloc(QM_LEFT_NODES * 32) : NULL;
+    qm_scan sc;
+    int rc = qm_scan_init(&sc, &s->entries, 1 << 20);
+    if (!recs || (s->par->verify && !vnodes) || rc) {
+        rc = rc ? rc : -ENOMEM;
+        goto out;
+    }
+    /* Every unpruned twig starts all-zero; the scan sets and clears bits. */
+    for (u64 id = t->first_twig; id <= youngest; id++) {
+        memset(t->twigs[id].active, 0, QM_ACTIVE_BYTES);
+        t->twigs[id].nactive = 0;
+        t->twigs[id].deact_height = 0;
+    }
+    u64 pos = m->entry_head, live = 0, height = 0;
+    for (u64 sn = sn0; sn < m->next_sn; sn++) {
+        const u8 *p;
+        QM_TRY(qm_scan_get(&sc, pos, QM_ENTRY_FIXED + 3, &p));
+        u32 len = qm_entry_len_from_header(p);
+        QM_TRY(qm_scan_get(&sc, pos, len, &p));
+        qm_entry e;
+        if (qm_entry_decode(p, len, &e) != 0 || e.sn != sn) {
+            rc = QM_CORRUPT(s->err, "shard %u entry log: bad entry at offset %" PRIu64
+                            " (expected SN %" PRIu64 ")", s->id, pos, sn);
+            goto out;
+        }
+        u64 id = sn >> QM_TWIG_SHIFT;
+        unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
+        qm_twig *tw = &t->twigs[id];
+        if (bit == 0 && id < youngest && tw->first_pos != pos) {
+            rc = QM_CORRUPT(s->err, "shard %u: twig %" PRIu64 " starts at %" PRIu64
+                            " but its twig-meta record says %" PRIu64, s->id, id, pos,
+                            tw->first_pos);
+            goto out;
+        }
+        if (bit == 0)
+            tw->first_pos = pos;
+        /* Entries are appended in block order, and every block's compaction copies follow an
+         * entry carrying that block's height, so the running maximum of version>>24 is the
+         * height at which each entry was appended. */
+        if (e.version > 0 && (u64)e.version >> 24 > height)
+            height = (u64)e.version >> 24;
+        for (u32 i = 0; i < e.ndsn; i++) {
+            u64 d = 0;
+            for (int k = 7; k >= 0; k--)
+                d = (d << 8) | e.dsn_raw[8 * i + k];
+            if (d >= sn) {
+                rc = QM_CORRUPT(s->err, "shard %u: entry at %" PRIu64 " deactivates a later SN",
+                                s->id, pos);
+                goto out;
+            }
+            if (d < sn0)
+                continue; /* in a pruned twig: already dead */
+            if (!qm_tree_is_active(t, d)) {
+                rc = QM_CORRUPT(s->err, "shard %u: entry at %" PRIu64
+                                " deactivates SN %" PRIu64 " which is not live", s->id, pos, d);
+                goto out;
+            }
+            qm_tree_deactivate(t, d, height);
+            live--;
+        }
+        tw->active[bit >> 3] |= (u8)(1u << (bit & 7));
+        tw->nactive++;
+        live++;
+        u8 kh[32];
+        qm_entry_key_hash(e.key, e.klen, e.vlen, kh);
+        recs[sn - sn0].pos = pos;
+        memcpy(recs[sn - sn0].kh, kh, 8);
+        if (sn >= ysn || vnodes) {
+            u8 leaf[32];
+            qm_entry_hash(p, leaf);
+            if (sn >= ysn)
+                memcpy(t->ltree[2048 + bit], leaf, 32);
+            if (vnodes) {
+                memcpy(vnodes[2048 + bit], leaf, 32);
+                if (bit == QM_TWIG_MASK && id < youngest)
+                    QM_TRY(verify_full_twig(s, id, vnodes));
+            }
+        }
+        pos += len;
+    }
+    if (pos != m->entry_size) {
+        rc = QM_CORRUPT(s->err, "shard %u entry log: entries end at %" PRIu64
+                        " but the committed size is %" PRIu64, s->id, pos, m->entry_size);
+        goto out;
+    }
+    if (live != m->live) {
+        rc = QM_CORRUPT(s->err, "shard %u: %" PRIu64 " live entries found, metadata says %" PRIu64,
+                        s->id, live, m->live);
+        goto out;
+    }
+    t->lt_lo = 0;
+    t->lt_hi = (unsigned)(m->next_sn - ysn);
+    for (u64 sn = sn0; sn < m->next_sn; sn++) {
+        if (!qm_tree_is_active(t, sn))
+            continue;
+        u8 kh[32] = {0};
+        memcpy(kh, recs[sn - sn0].kh, 8);
+        QM_TRY(qm_index_bulk_add(&s->index, kh, recs[sn - sn0].pos));
+    }
+    qm_index_bulk_finish(&s->index);
+out:
+    free(recs);
+    free(vnodes);
+    qm_scan_free(&sc);
+    return rc;
+}
+
+int
+qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
+              const qm_shard_meta *m, qm_err *err)
+{
+    memset(s, 0, sizeof(*s));
+    s->id = id;
+    s->par = par;
+    s->err = err;
+    qm_index_init(&s->index);
+    int rc = qm_tree_init(&s->tree);
+    if (rc)
+        return rc;
+    u64 nfull = m->next_sn >> QM_TWIG_SHIFT;
+    char name[32];
+    snprintf(name, sizeof(name), "s%02x.entries", id);
+    QM_RET(qm_hpfile_open(&s->entries, dir, name, par->entry_seg, m->entry_head, m->entry_size,
+                          1 << 20, false, par->rdonly, err));
+    snprintf(name, sizeof(name), "s%02x.twig", id);
+    QM_RET(qm_hpfile_open(&s->twigs, dir, name, par->twig_seg, m->first_twig * QM_TWIG_REC,
+                          nfull * QM_TWIG_REC, 0, false, par->rdonly, err));
+    snprintf(name, sizeof(name), "s%02x.tmeta", id);
+    QM_RET(qm_hpfile_open(&s->tmeta, dir, name, 1ull << 30, 0, nfull * QM_TMETA_REC,
+                          64 * QM_TMETA_REC, false, par->rdonly, err));
+    QM_RET(qm_scan_init(&s->cursor, &s->entries, 64 * 1024));
+    s->twigrec = malloc(QM_TWIG_REC);
+    if (!s->twigrec)
+        return -ENOMEM;
+    s->sn_start = m->sn_start;
+    s->sn_start_pos = m->sn_start_pos;
+    s->live = m->live;
+    s->entry_head = m->entry_head;
+    s->pending_first_twig = m->first_twig;
+    QM_RET(recover_twigs(s, m));
+    QM_RET(recover_scan(s, m));
+    qm_tree_mark_all_dirty(&s->tree);
+    QM_RET(qm_tree_commit(&s->tree));
+    if (memcmp(s->tree.root, m->root, 32) != 0)
+        return QM_CORRUPT(err, "shard %u: recomputed root differs from the committed root", id);
+    return 0;
+}

@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * shard.c -- the updater of one shard: put/delete semantics with versions, predecessor
+ * handling, the deterministic compaction rule (FORMAT.md §6-§7), appends to the entry log and
+ * the twig files, and pruning decisions. Recovery lives in recover.c.
+ *
+ * Invariants (cited in code as "Invariant (n)"):
+ *  (1) An entry's bytes are appended to the entry log before its leaf enters the tree and
+ *      before the indexer points at it.
+ *  (2) The indexer holds exactly one record per live entry, at that entry's position.
+ *  (3) Entry SNs are dense and in file order: the entry at sn_start_pos has SN sn_start.
+ *  (4) A twig is pruned only when it has no live entry, every older twig is pruned, and its
+ *      last deactivation is at least history_blocks old; roots never depend on pruning.
+ *
+ * Thread: the shard's writer.
+ */
+#include "shard.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "codec.h"
+#include "entry.h"
+#include "hash.h"
+#include "twigfile.h"
+
+#define SHARD_READ_GUESS 512u
+
+void
+qm_ebuf_free(qm_ebuf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->cap = 0;
+}
+
+static int
+ebuf_reserve(qm_ebuf *b, size_t n)
+{
+    if (n <= b->cap)
+        return 0;
+    size_t cap = QM_MAX(n, (size_t)SHARD_READ_GUESS);
+    u8 *p = realloc(b->p, cap);
+    if (!p)
+        return -ENOMEM;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+int
+qm_scan_init(qm_scan *sc, qm_hpfile *f, size_t cap)
+{
+    memset(sc, 0, sizeof(*sc));
+    sc->f = f;
+    sc->buf = malloc(cap);
+    if (!sc->buf)
+        return -ENOMEM;
+    sc->cap = cap;
+    return 0;
+}
+
+void
+qm_scan_free(qm_scan *sc)
+{
+    free(sc->buf);
+    memset(sc, 0, sizeof(*sc));
+}
+
+int
+qm_scan_get(qm_scan *sc, u64 pos, size_t need, const u8 **p)
+{
+    if (pos >= sc->pos && pos + need <= sc->pos + sc->len) {
+        *p = sc->buf + (pos - sc->pos);
+        return 0;
+    }
+    if (need > sc->cap) {
+        u8 *nb = realloc(sc->buf, need);
+        if (!nb)
+            return -ENOMEM;
+        sc->buf = nb;
+        sc->cap = need;
+    }
+    size_t got;
+    sc->len = 0;
+    QM_RET(qm_hpfile_read_upto(sc->f, pos, sc->buf, sc->cap, &got));
+    sc->pos = pos;
+    sc->len = got;
+    if (got < need)
+        return qm_err_set(sc->f->err, QMDB_CORRUPT,
+                          "%s: entry at %" PRIu64 " runs past the end of the log (%" PRIu64 ")",
+                          sc->f->path_prefix, pos, sc->f->size);
+    *p = sc->buf;
+    return 0;
+}
+
+int
+qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
+{
+    QM_RET(ebuf_reserve(b, SHARD_READ_GUESS));
+    size_t got;
+    QM_RET(qm_hpfile_read_upto(&s->entries, pos, b->p, SHARD_READ_GUESS, &got));
+    if (got < QM_ENTRY_FIXED + 3)
+        return QM_CORRUPT(s->err, "shard %u entry log: truncated entry at offset %" PRIu64, s->id,
+                          pos);
+    u32 len = qm_entry_len_from_header(b->p);
+    if (len > got) {
+        QM_RET(ebuf_reserve(b, len));
+        QM_RET(qm_hpfile_read(&s->entries, pos, b->p, len));
+    }
+    if (qm_entry_decode(b->p, len, e) != 0)
+        return QM_CORRUPT(s->err, "shard %u entry log: malformed entry at offset %" PRIu64, s->id,
+                          pos);
+    return 0;
+}
+
+/* Key hash of a decoded entry. */
+static void
+entry_kh(const qm_entry *e, u8 out[32])
+{
+    qm_entry_key_hash(e->key, e->klen, e->vlen, out);
+}
+
+int
+qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf, qm_entry *e,
+             u64 *pos)
+{
+    u64 cand[16];
+    size_t n = qm_index_find(&s->index, kh, cand, QM_ARRAY_LEN(cand));
+    if (n > QM_ARRAY_LEN(cand))
+        return QM_CORRUPT(s->err, "shard %u: %zu index records share one key-hash prefix", s->id,
+                          n);
+    for (size_t i = 0; i < n; i++) {
+        QM_RET(qm_shard_read_entry(s, cand[i], buf, e));
+        /* Sentries (empty value) are never user keys. */
+        if (e->vlen > 0 && e->klen == klen && memcmp(e->key, key, klen) == 0) {
+            *pos = cand[i];
+            return 0;
+        }
+    }
+    return QMDB_NOTFOUND;
+}
+
+/* Finds the live predecessor of kh: the entry with the largest key hash below kh. */
+static int
+shard_pred(qm_shard *s, const u8 kh[32], qm_ebuf *buf, qm_entry *e, u64 *pos)
+{
+    u64 cand[16];
+    size_t n = qm_index_pred_candidates(&s->index, kh, cand, QM_ARRAY_LEN(cand));
+    if (n == 0 || n > QM_ARRAY_LEN(cand))
+        return QM_CORRUPT(s->err, "shard %u: no usable predecessor candidates (%zu)", s->id, n);
+    if (n == 1) {
+        QM_RET(qm_shard_read_entry(s, cand[0], buf, e));
+        u8 pkh[32];
+        entry_kh(e, pkh);
+        if (memcmp(pkh, kh, 32) >= 0)
+            return QM_CORRUPT(s->err, "shard %u: predecessor at %" PRIu64 " is not below the key",
+                              s->id, cand[0]);
+        *pos = cand[0];
+        return 0;
+    }
+    /* Several candidates: compare full key hashes. */
+    u8 best[32];
+    int have = 0;
+    u64 best_pos = 0;
+    for (size_t i = 0; i < n; i++) {
+        QM_RET(qm_shard_read_entry(s, cand[i], buf, e));
+        u8 pkh[32];
+        entry_kh(e, pkh);
+        if (memcmp(pkh, kh, 32) < 0 && (!have || memcmp(pkh, best, 32) > 0)) {
+            memcpy(best, pkh, 32);
+            best_pos = cand[i];
+            have = 1;
+        }
+    }
+    if (!have)
+        return QM_CORRUPT(s->err, "shard %u: no live predecessor in the index", s->id);
+    *pos = best_pos;
+    return qm_shard_read_entry(s, best_pos, buf, e);
+}
+
+static const char *const KIND_NAMES[] = {"create", "create-pred", "update", "delete-pred",
+                                         "compact", "sentry"};
+enum { K_CREATE, K_CREATE_PRED, K_UPDATE, K_DELETE_PRED, K_COMPACT, K_SENTRY };
+
+static void
+shard_trace(qm_shard *s, int kind, u64 sn, u64 pos, const u8 *bytes, u32 len, const u8 leaf[32])
+{
+    fprintf(s->trace, "%" PRIu64 " %u %" PRIu64 " %s %" PRIu64 " ", s->height, s->id, sn,
+            KIND_NAMES[kind], pos);
+    for (int i = 0; i < 32; i++)
+        fprintf(s->trace, "%02x", leaf[i]);
+    fputc(' ', s->trace);
+    for (u32 i = 0; i < len; i++)
+        fprintf(s->trace, "%02x", bytes[i]);
+    fputc('\n', s->trace);
+}
+
+/* Persists the twig that was just filled: its record and its twig-meta record. */
+static int
+shard_persist_full_twig(qm_shard *s, u64 twig_id)
+{
+    qm_twigrec_encode(s->twigrec, twig_id, qm_tree_full_nodes(&s->tree));
+    u64 pos;
+    QM_RET(qm_hpfile_append(&s->twigs, s->twigrec, QM_TWIG_REC, &pos));
+    if (pos != twig_id * QM_TWIG_REC)
+        return QM_CORRUPT(s->err, "shard %u twig file: record %" PRIu64 " at offset %" PRIu64,
+                          s->id, twig_id, pos);
+    u8 rec[QM_TMETA_REC];
+    const qm_twig *tw = &s->tree.twigs[twig_id];
+    qm_tmeta_encode(rec, twig_id, tw->left_root, tw->first_pos);
+    QM_RET(qm_hpfile_append(&s->tmeta, rec, QM_TMETA_REC, &pos));
+    return qm_tree_start_next_twig(&s->tree);
+}
+
+/*
+ * Appends an entry with SN next_sn. Invariant (1): bytes first, then leaf, then (by the
+ * caller) the indexer. Sets the entry's active bit and clears those of its DSNs.
+ */
+static int
+shard_append(qm_shard *s, int kind, const u8 *key, u32 klen, const u8 *val, u32 vlen,
+             const u8 nkh[32], i64 version, const u64 *dsn, u32 ndsn, u64 *pos_out)
+{
+    u32 len = qm_entry_stored_len(klen, vlen, ndsn);
+    if (len > s->enc_cap) {
+        u8 *p = realloc(s->enc, len);
+        if (!p)
+            return -ENOMEM;
+        s->enc = p;
+        s->enc_cap = len;
+    }
+    u64 sn = s->tree.next_sn;
+    qm_entry_encode(s->enc, key, klen, val, vlen, nkh, version, sn, dsn, ndsn);
+    u8 leaf[32];
+    qm_entry_hash(s->enc, leaf);
+    u64 pos;
+    QM_RET(qm_hpfile_append(&s->entries, s->enc, len, &pos));
+    if (s->trace)
+        shard_trace(s, kind, sn, pos, s->enc, len, leaf);
+    bool full;
+    QM_RET(qm_tree_append(&s->tree, leaf, pos, &full));
+    if (full)
+        QM_RET(shard_persist_full_twig(s, sn >> QM_TWIG_SHIFT));
+    for (u32 i = 0; i < ndsn; i++) {
+        if (!qm_tree_is_active(&s->tree, dsn[i]))
+            return QM_CORRUPT(s->err, "shard %u: deactivating SN %" PRIu64 " which is not live",
+                              s->id, dsn[i]);
+        qm_tree_deactivate(&s->tree, dsn[i], s->height);
+    }
+    *pos_out = pos;
+    return 0;
+}
+
+int
+qm_shard_create(qm_shard *s, unsigned id, const char *dir, const qm_params *par, qm_err *err)
+{
+    memset(s, 0, sizeof(*s));
+    s->id = id;
+    s->par = par;
+    s->err = err;
+    qm_index_init(&s->index);
+    char name[32];
+    int rc;
+    snprintf(name, sizeof(name), "s%02x.entries", id);
+    QM_RET(qm_hpfile_open(&s->entries, dir, name, par->entry_seg, 0, 0, 1 << 20, true, false, err));
+    snprintf(name, sizeof(name), "s%02x.twig", id);
+    QM_RET(qm_hpfile_open(&s->twigs, dir, name, par->twig_seg, 0, 0, 0, true, false, err));
+    snprintf(name, sizeof(name), "s%02x.tmeta", id);
+    QM_RET(qm_hpfile_open(&s->tmeta, dir, name, 1ull << 30, 0, 0, 64 * QM_TMETA_REC, true, false,
+                          err));
+    QM_RET(qm_tree_init(&s->tree));
+    QM_RET(qm_scan_init(&s->cursor, &s->entries, 64 * 1024));
+    s->twigrec = malloc(QM_TWIG_REC);
+    if (!s->twigrec)
+        return -ENOMEM;
+    u8 buf[128];
+    for (unsigned i = 0; i < QM_SENTRIES_PER_SHARD; i++) {
+        u32 len = qm_sentry_encode(id, i, buf);
+        u8 leaf[32], kh[32];
+        qm_entry_hash(buf, leaf);
+        u64 pos;
+        QM_RET(qm_hpfile_append(&s->entries, buf, len, &pos));
+        bool full;
+        QM_RET(qm_tree_append(&s->tree, leaf, pos, &full));
+        if (full)
+            QM_RET(shard_persist_full_twig(s, i >> QM_TWIG_SHIFT));
+        qm_entry_key_hash(buf + 5, 32, 0, kh);
+        if ((rc = qm_index_insert(&s->index, kh, pos)) != 0)
+            return rc;
+    }
+    s->live = QM_SENTRIES_PER_SHARD;
+    s->sn_start = 0;
+    s->sn_start_pos = 0;
+    return 0;
+}
+
+void
+qm_shard_close(qm_shard *s)
+{
+    qm_hpfile_close(&s->entries);
+    qm_hpfile_close(&s->twigs);
+    qm_hpfile_close(&s->tmeta);
+    qm_tree_free(&s->tree);
+    qm_index_free(&s->index);
+    qm_scan_free(&s->cursor);
+    for (unsigned i = 0; i < QM_ARRAY_LEN(s->rb); i++)
+        qm_ebuf_free(&s->rb[i]);
+    free(s->enc);
+    free(s->twigrec);
+    if (s->trace)
+        fclose(s->trace);
+    memset(s, 0, sizeof(*s));
+}
+
+static bool
+shard_compactible(const qm_shard *s)
+{
+    const qm_params *p = s->par;
+    if (s->live < p->compact_thres)
+        return false;
+    unsigned __int128 lhs = (unsigned __int128)s->live * p->util_div;
+    unsigned __int128 rhs = (unsigned __int128)(s->tree.next_sn - s->sn_start) * p->util_ratio;
+    return lhs <= rhs;
+}
+
+/* One compaction step (FORMAT.md §7): re-append the oldest live entry unchanged. */
+static int
+shard_compact_step(qm_shard *s)
+{
+    u64 sn = s->sn_start, pos = s->sn_start_pos;
+    /* Twigs below first_twig are pruned and wholly dead: the scan may skip them. */
+    u64 min_sn = s->tree.first_twig << QM_TWIG_SHIFT;
+    if (sn < min_sn) {
+        sn = min_sn;
+        pos = s->entry_head;
+    }
+    for (;;) {
+        if (sn >= s->tree.next_sn)
+            return QM_CORRUPT(s->err, "shard %u: compaction found no live entry", s->id);
+        const u8 *p;
+        QM_RET(qm_scan_get(&s->cursor, pos, QM_ENTRY_FIXED + 3, &p));
+        u32 len = qm_entry_len_from_header(p);
+        QM_RET(qm_scan_get(&s->cursor, pos, len, &p));
+        qm_entry e;
+        if (qm_entry_decode(p, len, &e) != 0 || e.sn != sn)
+            return QM_CORRUPT(s->err,
+                              "shard %u entry log: entry at offset %" PRIu64
+                              " is not SN %" PRIu64 " (Invariant (3))",
+                              s->id, pos, sn);
+        if (!qm_tree_is_active(&s->tree, sn)) {
+            sn++;
+            pos += len;
+            continue;
+        }
+        /* Copy out: the append below may reuse the scan buffer. */
+        qm_ebuf *b = &s->rb[3];
+        QM_RET(ebuf_reserve(b, len));
+        memcpy(b->p, p, len);
+        QM_RET(qm_entry_decode(b->p, len, &e));
+        u8 kh[32];
+        entry_kh(&e, kh);
+        u64 npos;
+        u64 dsn = sn;
+        QM_RET(shard_append(s, K_COMPACT, e.key, e.klen, e.value, e.vlen, e.next_key_hash,
+                            e.version, &dsn, 1, &npos));
+        if (qm_index_replace(&s->index, kh, pos, npos) != 0)
+            return QM_CORRUPT(s->err, "shard %u: live entry at %" PRIu64 " missing from index",
+                              s->id, pos);
+        s->sn_start = sn + 1;
+        s->sn_start_pos = pos + len;
+        s->compactions++;
+        return 0;
+    }
+}
+
+static int
+shard_op(qm_shard *s, const qm_op *op)
+{
+    i64 version = (i64)((s->height << 24) + op->tx);
+    qm_entry e, p;
+    u64 epos, ppos, npos, pnew;
+    int rc = qm_shard_get(s, op->kh, op->key, op->klen, &s->rb[0], &e, &epos);
+    if (rc && rc != QMDB_NOTFOUND)
+        return rc;
+    bool found = (rc == 0);
+    if (op->vlen > 0 && found) { /* update */
+        u64 dsn = e.sn;
+        QM_RET(shard_append(s, K_UPDATE, op->key, op->klen, op->val, op->vlen, e.next_key_hash,
+                            version, &dsn, 1, &npos));
+        QM_RET(qm_index_replace(&s->index, op->kh, epos, npos));
+        if (shard_compactible(s))
+            QM_RET(shard_compact_step(s));
+    } else if (op->vlen > 0) { /* create */
+        QM_RET(shard_pred(s, op->kh, &s->rb[1], &p, &ppos));
+        u8 pkh[32];
+        entry_kh(&p, pkh);
+        QM_RET(shard_append(s, K_CREATE, op->key, op->klen, op->val, op->vlen, p.next_key_hash,
+                            version, NULL, 0, &npos));
+        QM_RET(qm_index_insert(&s->index, op->kh, npos));
+        u64 dsn = p.sn;
+        QM_RET(shard_append(s, K_CREATE_PRED, p.key, p.klen, p.value, p.vlen, op->kh, version,
+                            &dsn, 1, &pnew));
+        QM_RET(qm_index_replace(&s->index, pkh, ppos, pnew));
+        s->live++;
+        if (shard_compactible(s)) {
+            QM_RET(shard_compact_step(s));
+            QM_RET(shard_compact_step(s));
+        }
+    } else if (found) { /* delete */
+        QM_RET(shard_pred(s, op->kh, &s->rb[1], &p, &ppos));
+        u8 pkh[32];
+        entry_kh(&p, pkh);
+        u64 dsn[2] = {e.sn, p.sn};
+        QM_RET(shard_append(s, K_DELETE_PRED, p.key, p.klen, p.value, p.vlen, e.next_key_hash,
+                            version, dsn, 2, &pnew));
+        QM_RET(qm_index_erase(&s->index, op->kh, epos));
+        QM_RET(qm_index_replace(&s->index, pkh, ppos, pnew));
+        s->live--;
+    }
+    return 0;
+}
+
+int
+qm_shard_apply(qm_shard *s, u64 height, const qm_op *ops, size_t n)
+{
+    s->height = height;
+    for (size_t i = 0; i < n; i++)
+        QM_RET(shard_op(s, &ops[i]));
+    return 0;
+}
+
+int
+qm_shard_seal(qm_shard *s)
+{
+    return qm_tree_commit(&s->tree);
+}
+
+void
+qm_shard_plan_prune(qm_shard *s, u64 height)
+{
+    qm_tree *t = &s->tree;
+    u64 youngest = t->ntwigs - 1;
+    u64 id = QM_MAX(t->first_twig, s->pending_first_twig);
+    while (id < youngest) {
+        const qm_twig *tw = &t->twigs[id];
+        if (tw->nactive != 0 || tw->deact_height + s->par->history_blocks > height)
+            break;
+        id++; /* Invariant (4) */
+    }
+    s->pending_first_twig = id;
+}
+
+/* Entry-log offset where twig `id` starts. */
+static u64
+shard_twig_start(const qm_shard *s, u64 id)
+{
+    const qm_tree *t = &s->tree;
+    if (id == t->ntwigs - 1 && (t->next_sn & QM_TWIG_MASK) == 0)
+        return s->entries.size;
+    return t->twigs[id].first_pos;
+}
+
+int
+qm_shard_sync(qm_shard *s)
+{
+    QM_RET(qm_hpfile_sync(&s->entries));
+    QM_RET(qm_hpfile_sync(&s->twigs));
+    return qm_hpfile_sync(&s->tmeta);
+}
+
+void
+qm_shard_meta_fill(const qm_shard *s, qm_shard_meta *m)
+{
+    u64 ft = QM_MAX(s->tree.first_twig, s->pending_first_twig);
+    m->next_sn = s->tree.next_sn;
+    m->sn_start = s->sn_start;
+    m->sn_start_pos = s->sn_start_pos;
+    m->live = s->live;
+    m->entry_size = s->entries.size;
+    m->entry_head = ft > 0 ? shard_twig_start(s, ft) : 0;
+    m->first_twig = ft;
+    memcpy(m->root, s->tree.root, 32);
+}
+
+int
+qm_shard_after_commit(qm_shard *s)
+{
+    u64 ft = s->pending_first_twig;
+    if (ft <= s->tree.first_twig)
+        return 0;
+    u64 head = shard_twig_start(s, ft);
+    for (u64 id = s->tree.first_twig; id < ft; id++)
+        qm_tree_prune_twig(&s->tree, id);
+    s->entry_head = head;
+    QM_RET(qm_hpfile_prune_head(&s->entries, head));
+    return qm_hpfile_prune_head(&s->twigs, ft * QM_TWIG_REC);
+}

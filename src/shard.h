@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * shard.h -- one of the 16 shards: its entry log, twig files, Merkle tree, indexer and
+ * compaction cursor, and the operations of FORMAT.md §6-§7 on them (the updater).
+ *
+ * A shard owns all of its state; shards share nothing, so each can later get its own updater
+ * and flusher thread. The block-level driver (db.c) feeds each shard its operations in
+ * transaction order, then calls qm_shard_seal (hash), qm_shard_sync (durable), and after the
+ * metadata is written, qm_shard_after_commit (prune files).
+ *
+ * Files of shard XX (two hex digits) in the database directory:
+ *   sXX.entries.NNNNNNNNNN  entry-log segments (hpfile; entry layout in entry.h)
+ *   sXX.twig.NNNNNNNNNN     twig-file segments (twigfile.h)
+ *   sXX.tmeta.NNNNNNNNNN    twig-meta records (twigfile.h)
+ *
+ * Thread: one writer per shard.
+ */
+#ifndef QM_SHARD_H
+#define QM_SHARD_H
+
+#include <stdio.h>
+
+#include "entry.h"
+#include "hpfile.h"
+#include "indexer.h"
+#include "merkle.h"
+#include "meta.h"
+#include "qm_internal.h"
+
+typedef struct qm_params {
+    u64 compact_thres;
+    u32 util_ratio, util_div;
+    u64 history_blocks;
+    u64 entry_seg, twig_seg;
+    bool verify;  /* hash all entries at open */
+    bool rdonly;
+} qm_params;
+
+/* A growable byte buffer holding one entry read from the log. */
+typedef struct qm_ebuf {
+    u8 *p;
+    size_t cap;
+} qm_ebuf;
+
+/* Sequential reader over an hpfile (recovery scans and the compaction cursor). */
+typedef struct qm_scan {
+    qm_hpfile *f;
+    u8 *buf;
+    size_t cap;
+    u64 pos;   /* logical offset of buf[0] */
+    size_t len;
+} qm_scan;
+
+/* One operation of a block, as the updater sees it (after last-op-wins). */
+typedef struct qm_op {
+    u8 kh[32];
+    const u8 *key, *val;
+    u32 klen, vlen; /* vlen == 0: delete */
+    u32 tx;
+    u32 seq;        /* position in the batch, for last-op-wins */
+} qm_op;
+
+typedef struct qm_shard {
+    unsigned id;
+    const qm_params *par;
+    qm_err *err;
+    qm_hpfile entries, twigs, tmeta;
+    qm_tree tree;
+    qm_index index;
+    u64 sn_start, sn_start_pos, live;
+    u64 entry_head;     /* committed prune head of the entry log */
+    u64 pending_first_twig; /* twigs below this are pruned once the metadata is durable */
+    u64 height;         /* block being applied */
+    u64 compactions;
+    u8 *enc;            /* encode buffer for appended entries */
+    size_t enc_cap;
+    qm_ebuf rb[4];      /* read buffers for entries under work */
+    qm_scan cursor;     /* compaction cursor reader */
+    u8 *twigrec;        /* 128 KiB scratch for twig records */
+    FILE *trace;        /* optional append trace (debugging aid) */
+} qm_shard;
+
+/* Creates a new shard with its 4096 sentries (not yet durable). */
+QM_HIDDEN int qm_shard_create(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
+                              qm_err *err);
+/* Opens and recovers a shard from its committed metadata. */
+QM_HIDDEN int qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
+                            const qm_shard_meta *m, qm_err *err);
+QM_HIDDEN void qm_shard_close(qm_shard *s);
+
+/* Applies the shard's operations of one block (sorted by tx, key hash; deduplicated). */
+QM_HIDDEN int qm_shard_apply(qm_shard *s, u64 height, const qm_op *ops, size_t n);
+/* Hashes the dirty tree paths; the shard root is then s->tree.root. */
+QM_HIDDEN int qm_shard_seal(qm_shard *s);
+/* Decides which twigs can be pruned at `height` (recorded in the next metadata). */
+QM_HIDDEN void qm_shard_plan_prune(qm_shard *s, u64 height);
+/* Makes the shard's appended data durable (entry, twig and twig-meta files). */
+QM_HIDDEN int qm_shard_sync(qm_shard *s);
+/* Fills the shard's metadata record. */
+QM_HIDDEN void qm_shard_meta_fill(const qm_shard *s, qm_shard_meta *m);
+/* After the metadata is durable: deletes the pruned segments. */
+QM_HIDDEN int qm_shard_after_commit(qm_shard *s);
+
+/* Looks up the live entry of key. Returns 0 with *e decoded into buf, or QMDB_NOTFOUND. */
+QM_HIDDEN int qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf,
+                           qm_entry *e, u64 *pos);
+
+/* Reads and decodes the entry at pos into buf. */
+QM_HIDDEN int qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *buf, qm_entry *e);
+
+QM_HIDDEN void qm_ebuf_free(qm_ebuf *b);
+QM_HIDDEN int qm_scan_init(qm_scan *sc, qm_hpfile *f, size_t cap);
+QM_HIDDEN void qm_scan_free(qm_scan *sc);
+/* Makes [pos, pos+need) available; *p points at it (valid until the next call). */
+QM_HIDDEN int qm_scan_get(qm_scan *sc, u64 pos, size_t need, const u8 **p);
+
+#endif /* QM_SHARD_H */
