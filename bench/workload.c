@@ -56,25 +56,25 @@ double wl_unit(wl_gen *g) { return (double)(wl_next(g) >> 11) * 0x1.0p-53; }
 
 static double zeta_term(uint64_t i, double theta) { return 1.0 / pow((double)i, theta); }
 
-/* Moves the cached zeta(n) to a new n incrementally (YCSB does the same when the item count
- * grows), then recomputes eta. */
-static void zipf_resize(wl_zipf *z, uint64_t n)
+/* zeta(n, theta) = sum_{i=1..n} i^-theta: the first ZETA_EXACT terms summed, the tail by
+ * Euler-Maclaurin (integral + endpoint + first derivative terms), which is accurate to far
+ * below double rounding for n up to 1e10. */
+#define ZETA_EXACT 1000000u
+static double zeta(uint64_t n, double theta)
 {
-    if (n == z->n)
-        return;
-    if (n > z->n) {
-        for (uint64_t i = z->n + 1; i <= n; i++)
-            z->zetan += zeta_term(i, z->theta);
-    } else if (n * 2 < z->n) {
-        z->zetan = 0;
-        for (uint64_t i = 1; i <= n; i++)
-            z->zetan += zeta_term(i, z->theta);
-    } else {
-        for (uint64_t i = z->n; i > n; i--)
-            z->zetan -= zeta_term(i, z->theta);
+    uint64_t m = n < ZETA_EXACT ? n : ZETA_EXACT;
+    double z = 0;
+    for (uint64_t i = m; i >= 1; i--) /* smallest terms first */
+        z += zeta_term(i, theta);
+    if (n > m) {
+        double a = (double)m, b = (double)n;
+        double integral = fabs(theta - 1.0) < 1e-12 ? log(b / a)
+                          : (pow(b, 1.0 - theta) - pow(a, 1.0 - theta)) / (1.0 - theta);
+        double ends = (pow(b, -theta) - pow(a, -theta)) / 2.0;
+        double d1 = -theta * (pow(b, -theta - 1.0) - pow(a, -theta - 1.0)) / 12.0;
+        z += integral + ends + d1;
     }
-    z->n = n;
-    z->eta = (1.0 - pow(2.0 / (double)n, 1.0 - z->theta)) / (1.0 - z->zeta2 / z->zetan);
+    return z;
 }
 
 void wl_init(wl_gen *g, uint64_t master_seed, size_t key_size, size_t value_size, double theta)
@@ -96,8 +96,10 @@ void wl_init(wl_gen *g, uint64_t master_seed, size_t key_size, size_t value_size
     if (theta > 0) {
         g->zipf.zeta2 = zeta_term(1, theta) + zeta_term(2, theta);
         g->zipf.alpha = 1.0 / (1.0 - theta);
-        g->zipf.n = 0;
-        g->zipf.zetan = 0;
+        g->zipf.n = WL_ZIPF_ITEMS;
+        g->zipf.zetan = zeta(WL_ZIPF_ITEMS, theta);
+        g->zipf.eta = (1.0 - pow(2.0 / (double)WL_ZIPF_ITEMS, 1.0 - theta)) /
+                      (1.0 - g->zipf.zeta2 / g->zipf.zetan);
     }
 }
 
@@ -149,28 +151,28 @@ int wl_value_check(const wl_gen *g, uint64_t i, const uint8_t *val, size_t len)
     return got == t;
 }
 
-/* YCSB ZipfianGenerator.nextLong: rank in [0, n), rank 0 the most popular. */
-static uint64_t zipf_rank(wl_gen *g, uint64_t n)
+/* YCSB ZipfianGenerator.nextLong over z->n items: rank 0 is the most popular. */
+static uint64_t zipf_rank(wl_gen *g)
 {
     wl_zipf *z = &g->zipf;
-    zipf_resize(z, n);
     double u = wl_unit(g);
     double uz = u * z->zetan;
     if (uz < 1.0)
         return 0;
     if (uz < 1.0 + pow(0.5, z->theta))
-        return n > 1 ? 1 : 0;
-    double r = (double)n * pow(z->eta * u - z->eta + 1.0, z->alpha);
+        return 1;
+    double r = (double)z->n * pow(z->eta * u - z->eta + 1.0, z->alpha);
     if (!(r >= 0))
         r = 0;
-    uint64_t ret = r >= (double)n ? n - 1 : (uint64_t)r;
-    return ret;
+    return r >= (double)z->n ? z->n - 1 : (uint64_t)r;
 }
 
 uint64_t wl_pick(wl_gen *g, uint64_t base, uint64_t n)
 {
     if (g->zipf.theta <= 0)
         return base + wl_below(g, n);
-    /* ScrambledZipfianGenerator: hash the rank so popular items are spread over the range. */
-    return base + wl_fnv1a64(zipf_rank(g, n)) % n;
+    /* ScrambledZipfianGenerator: a rank over WL_ZIPF_ITEMS items, hashed (FNV-1a) onto the
+     * live range, so the popular keys are spread over the key space and every key can be
+     * drawn whatever the size of the live range. */
+    return base + wl_fnv1a64(zipf_rank(g)) % n;
 }

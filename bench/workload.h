@@ -21,9 +21,12 @@
 /* Key indices of keys that are never created (read-miss phase) have this bit set. */
 #define WL_ABSENT_BIT (UINT64_C(1) << 63)
 
+/* YCSB's ScrambledZipfianGenerator draws ranks over this many items, then hashes them. */
+#define WL_ZIPF_ITEMS UINT64_C(10000000000)
+
 typedef struct wl_zipf {
     double theta;     /* 0 = uniform */
-    uint64_t n;       /* items the zeta sum currently covers */
+    uint64_t n;       /* items ranks are drawn from (WL_ZIPF_ITEMS) */
     double zetan;     /* zeta(n, theta) */
     double zeta2;     /* zeta(2, theta) */
     double alpha;     /* 1 / (1 - theta) */
@@ -65,7 +68,7 @@ void wl_value(const wl_gen *g, uint64_t i, uint64_t version, uint8_t *out);
 int wl_value_check(const wl_gen *g, uint64_t i, const uint8_t *val, size_t len);
 
 /* Picks a key index in [base, base + n) with the configured distribution (uniform, or
- * scrambled zipfian when theta > 0). n > 0. */
+ * YCSB scrambled zipfian when theta > 0). n > 0. */
 uint64_t wl_pick(wl_gen *g, uint64_t base, uint64_t n);
 
 /* Number of live keys. */

@@ -101,8 +101,11 @@ typedef struct qmdb_options {
     uint32_t flags;              /**< QMDB_OPEN_* flags */
 } qmdb_options;
 
-/** Open flag: hash every entry at open and check it against the stored twig trees. */
-#define QMDB_OPEN_VERIFY 0x1u
+/** Open flag: skip hashing the entries of full twigs at open. By default open hashes every
+ *  unpruned entry and checks it against the stored twig trees, so a corrupt byte anywhere in
+ *  the log is reported as QMDB_CORRUPT instead of being served later. With this flag only
+ *  the youngest twig of each shard is hashed (open is then bounded by reading the log). */
+#define QMDB_OPEN_FAST 0x1u
 /** Open flag: do not prune automatically at commit (qmdb_prune still works). */
 #define QMDB_OPEN_NO_AUTO_PRUNE 0x2u
 /** Open flag: replace the stored history_blocks with options->history_blocks. */

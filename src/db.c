@@ -289,7 +289,7 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
         return -ENOMEM;
     int rc;
     db->par.rdonly = (opt->flags & QMDB_OPEN_RDONLY) != 0;
-    db->par.verify = (opt->flags & QMDB_OPEN_VERIFY) != 0;
+    db->par.verify = (opt->flags & QMDB_OPEN_FAST) == 0;
     db->auto_prune = !(opt->flags & QMDB_OPEN_NO_AUTO_PRUNE);
     QM_TRY(qm_meta_load(dir, &db->meta, &db->err));
     QM_TRY(db_lock(db));

@@ -65,7 +65,7 @@ hp_write_files(qm_hpfile *f, const u8 *data, size_t len, u64 pos)
     while (len > 0) {
         u64 seg = pos / f->seg_size, off = pos % f->seg_size;
         size_t chunk = (size_t)QM_MIN((u64)len, f->seg_size - off);
-        int fd;
+        int fd = -1;
         QM_RET(seg_fd(f, seg, true, &fd));
         int rc = qm_io_pwrite_full(fd, data, chunk, off);
         if (rc)
@@ -107,7 +107,7 @@ qm_hpfile_open(qm_hpfile *f, const char *dir, const char *prefix, u64 seg_size, 
     u64 last = size ? (size - 1) / seg_size : 0; /* last segment holding data */
     /* Check every committed segment, cutting the last back to the committed size. */
     for (u64 s = first; size > head && s <= last; s++) {
-        int fd;
+        int fd = -1;
         QM_TRY(seg_fd(f, s, false, &fd));
         u64 want = (s == last) ? size - s * seg_size : seg_size, have;
         QM_TRY(io->fsize(fd, &have));
@@ -201,7 +201,7 @@ qm_hpfile_read_upto(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got)
         u64 seg = p / f->seg_size, off = p % f->seg_size;
         size_t chunk = (size_t)QM_MIN((u64)(len - done), f->seg_size - off);
         chunk = (size_t)QM_MIN((u64)chunk, f->flushed - p);
-        int fd;
+        int fd = -1;
         QM_RET(seg_fd(f, seg, false, &fd));
         int rc = qm_io_pread_full(fd, dst + done, chunk, off);
         if (rc)
@@ -239,7 +239,7 @@ qm_hpfile_sync(qm_hpfile *f)
     u64 first = f->synced / f->seg_size;
     u64 last = f->flushed ? (f->flushed - 1) / f->seg_size : 0;
     for (u64 s = first; s <= last && f->flushed > f->synced; s++) {
-        int fd;
+        int fd = -1;
         QM_RET(seg_fd(f, s, true, &fd));
         int rc = qm_io_get()->fsync(fd);
         if (rc)

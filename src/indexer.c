@@ -18,7 +18,7 @@ idx_unit(qm_index *x, const u8 kh[32])
 static inline u64
 rec_pos(const u8 *r)
 {
-    return qm_get_u48be(r + 6) << 3;
+    return qm_get_u48be(r + QM_INDEX_KEY) << 3;
 }
 
 /* First record index whose key is >= k6 (6 bytes). */
@@ -28,7 +28,7 @@ idx_lower_bound(const qm_index_unit *u, const u8 *k6)
     u32 lo = 0, hi = u->n;
     while (lo < hi) {
         u32 mid = lo + (hi - lo) / 2;
-        if (memcmp(u->recs + (size_t)mid * QM_INDEX_REC, k6, 6) < 0)
+        if (memcmp(u->recs + (size_t)mid * QM_INDEX_REC, k6, QM_INDEX_KEY) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -58,7 +58,7 @@ qm_index_find(const qm_index *xc, const u8 kh[32], u64 *out, size_t cap)
     size_t cnt = 0;
     for (u32 i = idx_lower_bound(u, kh + 2); i < u->n; i++) {
         const u8 *r = u->recs + (size_t)i * QM_INDEX_REC;
-        if (memcmp(r, kh + 2, 6) != 0)
+        if (memcmp(r, kh + 2, QM_INDEX_KEY) != 0)
             break;
         if (cnt < cap)
             out[cnt] = rec_pos(r);
@@ -78,7 +78,7 @@ qm_index_pred_candidates(const qm_index *xc, const u8 kh[32], u64 *out, size_t c
         /* The group of records sharing the largest prefix below kh's. */
         const u8 *prev = u->recs + (size_t)(lb - 1) * QM_INDEX_REC;
         u32 i = lb;
-        while (i > 0 && memcmp(u->recs + (size_t)(i - 1) * QM_INDEX_REC, prev, 6) == 0)
+        while (i > 0 && memcmp(u->recs + (size_t)(i - 1) * QM_INDEX_REC, prev, QM_INDEX_KEY) == 0)
             i--;
         for (; i < lb; i++) {
             if (cnt < cap)
@@ -88,7 +88,7 @@ qm_index_pred_candidates(const qm_index *xc, const u8 kh[32], u64 *out, size_t c
     }
     for (u32 i = lb; i < u->n; i++) {
         const u8 *r = u->recs + (size_t)i * QM_INDEX_REC;
-        if (memcmp(r, kh + 2, 6) != 0)
+        if (memcmp(r, kh + 2, QM_INDEX_KEY) != 0)
             break;
         if (cnt < cap)
             out[cnt] = rec_pos(r);
@@ -102,8 +102,8 @@ unit_grow(qm_index *x, qm_index_unit *u, u32 need)
 {
     if (need <= u->cap)
         return 0;
-    /* Grow by 1/8 (at least 4 records) to keep slack, and so DRAM per entry, low. */
-    u32 ncap = QM_MAX(need, u->cap + QM_MAX(4u, u->cap / 8));
+    /* Grow by 1/16 (at least 2 records) to keep slack, and so DRAM per entry, low. */
+    u32 ncap = QM_MAX(need, u->cap + QM_MAX(2u, u->cap / 16));
     u8 *p = realloc(u->recs, (size_t)ncap * QM_INDEX_REC);
     if (!p)
         return -ENOMEM;
@@ -121,8 +121,8 @@ qm_index_insert(qm_index *x, const u8 kh[32], u64 pos)
     u32 at = idx_lower_bound(u, kh + 2);
     u8 *r = u->recs + (size_t)at * QM_INDEX_REC;
     memmove(r + QM_INDEX_REC, r, (size_t)(u->n - at) * QM_INDEX_REC);
-    memcpy(r, kh + 2, 6);
-    qm_put_u48be(r + 6, pos >> 3);
+    memcpy(r, kh + 2, QM_INDEX_KEY);
+    qm_put_u48be(r + QM_INDEX_KEY, pos >> 3);
     u->n++;
     x->count++;
     return 0;
@@ -134,7 +134,7 @@ idx_find_exact(qm_index *x, qm_index_unit *u, const u8 kh[32], u64 pos)
     (void)x;
     for (u32 i = idx_lower_bound(u, kh + 2); i < u->n; i++) {
         u8 *r = u->recs + (size_t)i * QM_INDEX_REC;
-        if (memcmp(r, kh + 2, 6) != 0)
+        if (memcmp(r, kh + 2, QM_INDEX_KEY) != 0)
             break;
         if (rec_pos(r) == pos)
             return r;
@@ -169,7 +169,7 @@ qm_index_replace(qm_index *x, const u8 kh[32], u64 old_pos, u64 new_pos)
     u8 *r = idx_find_exact(x, u, kh, old_pos);
     if (!r)
         return QMDB_NOTFOUND;
-    qm_put_u48be(r + 6, new_pos >> 3);
+    qm_put_u48be(r + QM_INDEX_KEY, new_pos >> 3);
     return 0;
 }
 
@@ -179,8 +179,8 @@ qm_index_bulk_add(qm_index *x, const u8 kh[32], u64 pos)
     qm_index_unit *u = idx_unit(x, kh);
     QM_RET(unit_grow(x, u, u->n + 1));
     u8 *r = u->recs + (size_t)u->n * QM_INDEX_REC;
-    memcpy(r, kh + 2, 6);
-    qm_put_u48be(r + 6, pos >> 3);
+    memcpy(r, kh + 2, QM_INDEX_KEY);
+    qm_put_u48be(r + QM_INDEX_KEY, pos >> 3);
     u->n++;
     x->count++;
     return 0;
@@ -205,5 +205,9 @@ qm_index_bulk_finish(qm_index *x)
 u64
 qm_index_dram_bytes(const qm_index *x)
 {
-    return sizeof(*x) + x->bytes;
+    /* Count the allocator's per-chunk overhead too (16 bytes per non-empty unit). */
+    u64 chunks = 0;
+    for (unsigned i = 0; i < QM_UNITS_PER_SHARD; i++)
+        chunks += x->units[i].recs != NULL;
+    return sizeof(*x) + x->bytes + 16 * chunks;
 }

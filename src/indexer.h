@@ -4,14 +4,15 @@
  * live entries, as a multimap.
  *
  * Layout: the shard's 4096 units are selected by the first two key-hash bytes (the shard is
- * the top four bits of the first). Each unit is a sorted array of 12-byte records:
+ * the top four bits of the first). Each unit is a sorted array of 10-byte records:
  *   OFFSET SIZE FIELD
- *   0      6    key-hash bytes [2..8) (big-endian order, so memcmp sorts like the hash)
- *   6      6    entry-file position / 8 (big-endian)
- * Two keys whose hashes share the first 8 bytes share a record key; callers read the entries
+ *   0      4    key-hash bytes [2..6) (in hash order, so memcmp sorts like the hash)
+ *   4      6    entry-file position / 8 (big-endian; 2^51 bytes per shard)
+ * Keys whose hashes share the first 6 bytes share a record key; callers read the entries
  * and compare full keys (or full key hashes, for predecessor lookups). Because every unit
  * holds its sentry (key hash = unit || 0...0), the predecessor of any key hash lies in its own
- * unit. DRAM: 12 bytes per live entry plus growth slack and a 16-byte unit header.
+ * unit. DRAM: 10 bytes per live entry plus growth slack (at most 1/16) and a 16-byte unit
+ * header.
  *
  * Thread: owned by the shard's writer; readers between blocks (single-threaded for now).
  */
@@ -20,7 +21,8 @@
 
 #include "qm_internal.h"
 
-#define QM_INDEX_REC 12u
+#define QM_INDEX_REC 10u
+#define QM_INDEX_KEY 4u
 #define QM_UNITS_PER_SHARD 4096u
 
 typedef struct qm_index_unit {
@@ -37,12 +39,12 @@ typedef struct qm_index {
 QM_HIDDEN void qm_index_init(qm_index *x);
 QM_HIDDEN void qm_index_free(qm_index *x);
 
-/* Positions of every record whose first 8 key-hash bytes equal kh's. Writes up to cap of them
+/* Positions of every record whose first 6 key-hash bytes equal kh's. Writes up to cap of them
  * into out and returns the total count. */
 QM_HIDDEN size_t qm_index_find(const qm_index *x, const u8 kh[32], u64 *out, size_t cap);
 
 /* Candidates for the predecessor of kh (the largest indexed key hash below it): every record
- * with the largest 8-byte prefix below kh's, plus every record with kh's own prefix. Returns
+ * with the largest 6-byte prefix below kh's, plus every record with kh's own prefix. Returns
  * the total count; writes up to cap positions. */
 QM_HIDDEN size_t qm_index_pred_candidates(const qm_index *x, const u8 kh[32], u64 *out,
                                           size_t cap);

@@ -5,7 +5,7 @@
  * to rebuild ActiveBits, deactivation heights and the indexer, rebuild the youngest twig's
  * left tree, and check the recomputed shard root against the metadata.
  *
- * With QMDB_OPEN_VERIFY, every entry is hashed and each full twig's left root is recomputed
+ * Unless QMDB_OPEN_FAST is given, every entry is hashed and each full twig's left root is recomputed
  * and compared with the twig-meta record and the twig file.
  *
  * Thread: the opening thread, before the handle is returned.

@@ -359,7 +359,7 @@ shard_compact_step(qm_shard *s)
         QM_RET(qm_entry_decode(b->p, len, &e));
         u8 kh[32];
         entry_kh(&e, kh);
-        u64 npos;
+        u64 npos = 0;
         u64 dsn = sn;
         QM_RET(shard_append(s, K_COMPACT, e.key, e.klen, e.value, e.vlen, e.next_key_hash,
                             e.version, &dsn, 1, &npos));
@@ -378,7 +378,7 @@ shard_op(qm_shard *s, const qm_op *op)
 {
     i64 version = (i64)((s->height << 24) + op->tx);
     qm_entry e, p;
-    u64 epos, ppos, npos, pnew;
+    u64 epos = 0, ppos = 0, npos = 0, pnew = 0;
     int rc = qm_shard_get(s, op->kh, op->key, op->klen, &s->rb[0], &e, &epos);
     if (rc && rc != QMDB_NOTFOUND)
         return rc;

@@ -8,7 +8,7 @@
  *   qmdb root DIR [--height H]   (prints "<height> <root>")
  *   qmdb get DIR KEY [--str]     (prints the value in hex; exit 1 and "not found" if absent)
  *   qmdb stat DIR
- *   qmdb check DIR               (reopens with full verification of every entry)
+ *   qmdb check DIR               (opens read-only, hashing every entry; reports any damage)
  *
  * Exit codes: 0 success; 1 not found; 2 usage error or bad input; 3 database or I/O error.
  * Keys and values on the command line are hex (optionally 0x-prefixed); --str takes text.
@@ -421,7 +421,7 @@ cmd_stat(int argc, char **argv, bool check)
         return EXIT_USAGE;
     }
     qmdb_db *db;
-    int rc = open_db(argv[0], QMDB_OPEN_RDONLY | (check ? QMDB_OPEN_VERIFY : 0), &db);
+    int rc = open_db(argv[0], QMDB_OPEN_RDONLY, &db);
     if (rc)
         return rc;
     qmdb_stats st;

@@ -19,7 +19,6 @@
 #include "qmdb.h"
 #include "refmodel.h"
 
-#include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -230,6 +229,7 @@ typedef struct {
     qmdb_batch *b;
     rm *m;
     size_t batch_ops;     /* accepted put/del calls in the current batch */
+    size_t batch_tx_calls; /* qmdb_batch_tx calls on the current batch */
     size_t ops_total;
     uint64_t compact_at_open;
     uint8_t (*roots)[32]; /* roots[h] for every committed height */
@@ -264,14 +264,16 @@ static void do_del(run *r, const key_t_ *k)
     log_printf("\n");
 }
 
-/* qmdb_batch_tx: before any op of the batch it only names tx 0 (qmdb.h). */
+/* qmdb_batch_tx follows FORMAT.md §8: the first call of a batch, before any operation,
+ * only names tx 0; every other call opens the next index (so tx, tx before the first op
+ * leaves tx 0 empty, and it still counts for versions). */
 static void do_tx(run *r)
 {
     ASSERT_OK(qmdb_batch_tx(r->b));
-    if (r->batch_ops > 0) {
+    if (r->batch_ops > 0 || r->batch_tx_calls > 0)
         rm_tx(r->m);
-        log_printf("tx\n");
-    }
+    r->batch_tx_calls++;
+    log_printf("tx\n");
 }
 
 static void one_op(run *r, const config *c)
@@ -497,10 +499,13 @@ static int run_config(const config *c, size_t ops_target)
         g_height = h;
         qmdb_batch_reset(r.b);
         r.batch_ops = 0;
+        r.batch_tx_calls = 0;
         ASSERT_EQ_INT(rm_begin_block(r.m, h), 0);
         log_printf("block %" PRIu64 "\n", h);
         if (chance(10))
             do_tx(&r); /* names tx 0 only */
+        if (chance(3))
+            do_tx(&r); /* then (if the first did) leaves tx 0 empty */
         if (!chance(4)) {
             size_t n_ops = rnd_range(50, 200), done = 0;
             int first = 1;
@@ -577,6 +582,7 @@ static int run_config(const config *c, size_t ops_target)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0);
     const char *s = getenv("QMDB_TEST_SEED");
     g_seed = s && *s ? strtoull(s, NULL, 0) : 0x5eed2024ull;
     const char *o = getenv("QMDB_TEST_OPS");

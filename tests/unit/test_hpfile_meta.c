@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_hpfile_meta.c -- the segmented head-prunable file (append/read across segments and the
+ * write buffer, reopen cutting torn tails, head pruning deleting segments, missing segments
+ * reported as corruption) and the metadata slots (round trip, CRC, slot choice, torn slot).
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "codec.h"
+#include "hpfile.h"
+#include "meta.h"
+
+static char dir[] = "/tmp/qmdb-test-hpXXXXXX";
+
+static int
+exists(const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+static void
+test_hpfile(void)
+{
+    qm_err err = {{0}};
+    qm_hpfile f;
+    const uint64_t seg = 65536;
+    CHECK_OK(qm_hpfile_open(&f, dir, "h", seg, 0, 0, 1000, true, false, &err));
+    static unsigned char data[300000];
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (unsigned char)(i * 7 + (i >> 9));
+    /* Appends of mixed sizes: some fit the buffer, some exceed it, some cross segments. */
+    size_t off = 0;
+    static const size_t sizes[] = {10, 990, 1, 5000, 70000, 8, 123, 65536, 3, 100000};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        uint64_t pos;
+        CHECK_OK(qm_hpfile_append(&f, data + off, sizes[i], &pos));
+        CHECK_EQ_U64(pos, off);
+        off += sizes[i];
+    }
+    unsigned char back[300000];
+    CHECK_OK(qm_hpfile_read(&f, 0, back, off));
+    CHECK(memcmp(back, data, off) == 0);
+    CHECK_OK(qm_hpfile_read(&f, 65530, back, 20)); /* across a segment boundary */
+    CHECK(memcmp(back, data + 65530, 20) == 0);
+    CHECK_RC(qm_hpfile_read(&f, off - 5, back, 10), QMDB_CORRUPT); /* past the end */
+    CHECK_OK(qm_hpfile_sync(&f));
+    uint64_t committed = off;
+    /* Uncommitted tail: appended and flushed, then "crash". */
+    uint64_t pos;
+    CHECK_OK(qm_hpfile_append(&f, data, 70000, &pos));
+    CHECK_OK(qm_hpfile_flush(&f));
+    CHECK(exists("h.0000000004"));
+    qm_hpfile_close(&f);
+
+    CHECK_OK(qm_hpfile_open(&f, dir, "h", seg, 0, committed, 1000, false, false, &err));
+    CHECK(!exists("h.0000000004")); /* wholly uncommitted segment removed */
+    memset(back, 0, sizeof(back));
+    CHECK_OK(qm_hpfile_read(&f, 0, back, committed));
+    CHECK(memcmp(back, data, committed) == 0);
+    /* Append after reopen continues at the committed size. */
+    CHECK_OK(qm_hpfile_append(&f, "xyz", 3, &pos));
+    CHECK_EQ_U64(pos, committed);
+    CHECK_OK(qm_hpfile_sync(&f));
+    committed += 3;
+    /* Prune: segments wholly below the head go away, reads below it are refused. */
+    CHECK_OK(qm_hpfile_prune_head(&f, 140000));
+    CHECK(!exists("h.0000000000") && !exists("h.0000000001") && exists("h.0000000002"));
+    CHECK_RC(qm_hpfile_read(&f, 100, back, 10), QMDB_INVALID);
+    CHECK_OK(qm_hpfile_read(&f, 140000, back, 100));
+    CHECK(memcmp(back, data + 140000, 100) == 0);
+    CHECK_EQ_U64(qm_hpfile_disk_bytes(&f), committed - 131072);
+    qm_hpfile_close(&f);
+
+    /* A committed segment that is missing or short is corruption, not a crash. */
+    CHECK_OK(qm_hpfile_open(&f, dir, "h", seg, 140000, committed, 1000, false, false, &err));
+    qm_hpfile_close(&f);
+    char p[512];
+    snprintf(p, sizeof(p), "%s/h.0000000003", dir);
+    CHECK(truncate(p, 100) == 0);
+    CHECK_RC(qm_hpfile_open(&f, dir, "h", seg, 140000, committed, 1000, false, false, &err),
+             QMDB_CORRUPT);
+    CHECK(strstr(err.msg, "h.0000000003") != NULL);
+    CHECK(unlink(p) == 0);
+    CHECK_RC(qm_hpfile_open(&f, dir, "h", seg, 140000, committed, 1000, false, false, &err),
+             QMDB_CORRUPT);
+}
+
+static void
+test_meta(void)
+{
+    qm_meta m, r;
+    memset(&m, 0, sizeof(m));
+    m.seq = 6;
+    m.height = 41;
+    m.compact_thres = 1;
+    m.util_ratio = 7;
+    m.util_div = 10;
+    m.history_blocks = 9;
+    m.entry_seg = 1 << 20;
+    m.twig_seg = 128 * 1024;
+    memset(m.state_root, 0x5a, 32);
+    for (unsigned s = 0; s < 16; s++) {
+        m.shard[s].next_sn = 5000 + s;
+        m.shard[s].live = 4100;
+        m.shard[s].entry_size = 1 << 19;
+        m.shard[s].sn_start_pos = 64;
+        m.shard[s].root[0] = (unsigned char)s;
+    }
+    unsigned char buf[QM_META_SLOT];
+    qm_meta_encode(&m, buf);
+    CHECK_OK(qm_meta_decode(buf, sizeof(buf), &r));
+    CHECK(memcmp(&m, &r, sizeof(m)) == 0);
+    /* Any single flipped byte in the record fails the CRC or a range check. */
+    for (unsigned i = 0; i < QM_META_LEN; i += 13) {
+        buf[i] ^= 0x40;
+        CHECK(qm_meta_decode(buf, sizeof(buf), &r) != 0);
+        buf[i] ^= 0x40;
+    }
+    CHECK_RC(qm_meta_decode(buf, 100, &r), QMDB_CORRUPT);
+
+    /* Store seq 6 (slot 0) and seq 7 (slot 1); the newest wins; a torn newest falls back. */
+    qm_err err = {{0}};
+    int fd = -1;
+    CHECK_OK(qm_meta_store(dir, &fd, &m, &err));
+    m.seq = 7;
+    m.height = 42;
+    CHECK_OK(qm_meta_store(dir, &fd, &m, &err));
+    CHECK_OK(qm_meta_load(dir, &r, &err));
+    CHECK_EQ_U64(r.height, 42);
+    unsigned char junk[100];
+    memset(junk, 0xee, sizeof(junk));
+    CHECK(pwrite(fd, junk, sizeof(junk), QM_META_SLOT + 200) == (ssize_t)sizeof(junk));
+    CHECK_OK(qm_meta_load(dir, &r, &err));
+    CHECK_EQ_U64(r.height, 41);
+    CHECK(pwrite(fd, junk, sizeof(junk), 300) == (ssize_t)sizeof(junk));
+    CHECK_RC(qm_meta_load(dir, &r, &err), QMDB_CORRUPT);
+    CHECK(strstr(err.msg, "META") != NULL);
+    close(fd);
+    char empty[] = "/tmp/qmdb-test-nometaXXXXXX";
+    REQUIRE(mkdtemp(empty));
+    CHECK_RC(qm_meta_load(empty, &r, &err), QMDB_NOTADB);
+    rmdir(empty);
+}
+
+int
+main(void)
+{
+    REQUIRE(mkdtemp(dir) != NULL);
+    test_hpfile();
+    test_meta();
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    /* CRC-32C known answer (RFC 3720): "123456789" -> 0xE3069283. */
+    CHECK_EQ_U64(qm_crc32c(0, "123456789", 9), 0xE3069283u);
+    return test_report("test_hpfile_meta");
+}
