@@ -167,8 +167,10 @@ QMDB_API int qmdb_batch_new(qmdb_batch **out);
 QMDB_API void qmdb_batch_free(qmdb_batch *b);
 /** Empties b for reuse (keeps its memory). */
 QMDB_API void qmdb_batch_reset(qmdb_batch *b);
-/** Starts the next transaction. A new batch already has transaction 0 open; calling
- *  qmdb_batch_tx before any operation of the batch does nothing (it names transaction 0). */
+/** Starts the next transaction (FORMAT.md §8). A new batch already has transaction 0 open.
+ *  The first call on a batch that has no operation yet only names transaction 0; every other
+ *  call opens the next index, so two calls in a row leave an empty transaction, which still
+ *  counts for versions. QMDB_TOO_MANY past 2^24 transactions. */
 QMDB_API int qmdb_batch_tx(qmdb_batch *b);
 /** Adds put(key, value) to the current transaction (both are copied). QMDB_INVALID if the key
  *  is 0 or more than 255 bytes, or the value is empty or longer than QMDB_MAX_VALUE_LEN. */

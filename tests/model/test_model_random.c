@@ -14,7 +14,11 @@
  * configuration, default 20000; the 7/10 configuration runs 1.6x that).
  * On a failure it prints the seed, the config, the block, the first differing shard and
  * the model's entries of that block, and writes the op script of the run so far
- * (FORMAT.md §8) to /tmp/qmdb-model-fail-<seed>-<config>.ops for `qmdb apply`.
+ * (FORMAT.md §8; each commit line carries the model's root as a comment) to
+ * /tmp/qmdb-model-fail-<seed>-<config>.ops for `qmdb apply`.
+ *
+ * qmdb_batch_tx is mirrored with the FORMAT.md §8 rule: the first call of a batch before
+ * any operation names tx 0, every other call opens the next index (the engine does this).
  */
 #include "qmdb.h"
 #include "refmodel.h"
@@ -408,7 +412,9 @@ static void commit_block(run *r, uint64_t h)
         die();
     }
     ASSERT_EQ_INT(rm_commit(r->m, want), 0);
-    log_printf("commit\n");
+    log_printf("commit # model root ");
+    log_hex(want, 32);
+    log_printf("\n");
     if (memcmp(got, want, 32) != 0) {
         explain_mismatch(r, got, want);
         die();
