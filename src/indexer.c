@@ -21,14 +21,22 @@ rec_pos(const u8 *r)
     return qm_get_u48be(r + QM_INDEX_KEY) << 3;
 }
 
-/* First record index whose key is >= k6 (6 bytes). */
-static u32
-idx_lower_bound(const qm_index_unit *u, const u8 *k6)
+/* Record keys are 4 bytes in hash order; compare them as big-endian integers. */
+static inline u32
+rec_key(const u8 *r)
 {
+    return ((u32)r[0] << 24) | ((u32)r[1] << 16) | ((u32)r[2] << 8) | r[3];
+}
+
+/* First record index whose key is >= the key at k4. */
+static u32
+idx_lower_bound(const qm_index_unit *u, const u8 *k4)
+{
+    u32 key = rec_key(k4);
     u32 lo = 0, hi = u->n;
     while (lo < hi) {
         u32 mid = lo + (hi - lo) / 2;
-        if (memcmp(u->recs + (size_t)mid * QM_INDEX_REC, k6, QM_INDEX_KEY) < 0)
+        if (rec_key(u->recs + (size_t)mid * QM_INDEX_REC) < key)
             lo = mid + 1;
         else
             hi = mid;

@@ -24,7 +24,8 @@
 #include "hash.h"
 #include "twigfile.h"
 
-#define SHARD_READ_GUESS 512u
+/* First read of an entry: enough for typical entries (53 bytes + key + value). */
+#define SHARD_READ_GUESS 256u
 
 void
 qm_ebuf_free(qm_ebuf *b)
