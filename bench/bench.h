@@ -44,6 +44,7 @@ typedef struct bench_cfg {
     double calib_secs;             /* 0 = skip calibration */
     uint64_t calib_mib;
     int drop_caches;
+    int blind_writes;              /* 1 = writes without the read that precedes them */
 } bench_cfg;
 
 /* Latency summary in nanoseconds. */

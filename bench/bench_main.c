@@ -90,6 +90,8 @@ static void usage(FILE *f)
         "  --drop-caches            sync and drop the page cache before each engine (root)\n"
         "  --output FILE            JSON results file (default qmdb-bench-results.json)\n"
         "  --keep                   keep the DB directories (default: delete after the run)\n"
+        "  --blind-writes           write without reading first (default: every update, insert\n"
+        "                           and delete reads the key first, for every engine)\n"
         "  --help\n");
 }
 
@@ -384,6 +386,7 @@ static int write_json(const bench_cfg *c, const calib *cal, const engine_rec *re
     jw_u64(&w, "value_size", c->value_size);
     jw_str(&w, "durability", c->durable ? "D1" : "D0");
     jw_str(&w, "durability_note", "qmdb commits are always durable (D1), at either tier");
+    jw_str(&w, "writes", c->blind_writes ? "blind" : "read-modify-write");
     jw_u64(&w, "mem_cap", c->mem_cap);
     jw_bool(&w, "mem_cap_applied", bench_memcap.active || bench_memcap.limit);
     jw_str(&w, "mem_cap_note", c->mem_cap ? bench_memcap.msg : "uncapped");
@@ -487,7 +490,8 @@ static void summary(const engine_rec *recs, int n)
 
 enum {
     OPT_ENGINE = 256, OPT_DBDIR, OPT_ENTRIES, OPT_OPB, OPT_HI, OPT_HWB, OPT_HRB, OPT_THETA, OPT_KS, OPT_VS,
-    OPT_DUR, OPT_MEMCAP, OPT_SEED, OPT_RANDSRC, OPT_OUTPUT, OPT_KEEP, OPT_OPT, OPT_CALS, OPT_DROP, OPT_HELP
+    OPT_DUR, OPT_MEMCAP, OPT_SEED, OPT_RANDSRC, OPT_OUTPUT, OPT_KEEP, OPT_OPT, OPT_CALS, OPT_DROP, OPT_HELP,
+    OPT_BLIND
 };
 
 static int parse_args(bench_cfg *c, int argc, char **argv)
@@ -509,6 +513,7 @@ static int parse_args(bench_cfg *c, int argc, char **argv)
         {"randsrc-filename", required_argument, 0, OPT_RANDSRC},
         {"output", required_argument, 0, OPT_OUTPUT},
         {"keep", no_argument, 0, OPT_KEEP},
+        {"blind-writes", no_argument, 0, OPT_BLIND},
         {"ops-per-tx", required_argument, 0, OPT_OPT},
         {"calibrate-secs", required_argument, 0, OPT_CALS},
         {"drop-caches", no_argument, 0, OPT_DROP},
@@ -556,6 +561,7 @@ static int parse_args(bench_cfg *c, int argc, char **argv)
         case OPT_RANDSRC: c->randsrc = a; break;
         case OPT_OUTPUT: c->output = a; break;
         case OPT_KEEP: c->keep = 1; break;
+        case OPT_BLIND: c->blind_writes = 1; break;
         case OPT_OPT: bad = parse_u64(a, &c->ops_per_tx) || !c->ops_per_tx; break;
         case OPT_CALS: {
             char *end;

@@ -231,6 +231,17 @@ static int write_block(run *r, enum wkind kind, uint64_t n)
         else
             i = wl_pick(g, g->lo, wl_live(g));
         wl_key(g, i, r->key);
+        if (!c->blind_writes) {
+            /* Read-modify-write, as a block executor does for every engine: read the current
+             * value (absent for a create), then write. A key may be written twice in one
+             * block, so only presence is checked, not the value. */
+            size_t vlen = 0;
+            int rc = r->e.get(&r->e, r->key, c->key_size, r->rbuf, r->rcap, &vlen);
+            if (rc < 0)
+                return -1;
+            if ((rc == 0) != (kind != W_CREATE))
+                r->p->errors++;
+        }
         if (kind == W_DELETE) {
             if (r->e.del(&r->e, r->key, c->key_size))
                 return -1;
