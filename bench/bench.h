@@ -45,6 +45,9 @@ typedef struct bench_cfg {
     uint64_t calib_mib;
     int drop_caches;
     int blind_writes;              /* 1 = writes without the read that precedes them */
+    /* qmdb create-time ablation options (--qmdb-*), 0 = default; copied to bench_engine_cfg */
+    uint64_t qmdb_compact_thres, qmdb_history_blocks, qmdb_segment_bytes;
+    uint32_t qmdb_util_ratio, qmdb_util_div;
 } bench_cfg;
 
 /* Latency summary in nanoseconds. */

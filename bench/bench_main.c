@@ -8,7 +8,10 @@
  * Run `qmdb-bench --help`; docs/BENCH.md describes every flag and output line.
  */
 #include "bench.h"
+#include "mpt.h"
 #include "workload.h"
+#include "ycsb.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +56,10 @@ int engine_lookup(const char *name, bench_engine *e)
         engine_lmdb_init(e);
         return 0;
     }
+    if (strcmp(name, "mpt") == 0) { /* Merkle Patricia trie on RocksDB (mpt.c) */
+        engine_mpt_init(e);
+        return 0;
+    }
     snprintf(e->err, sizeof(e->err), "unknown engine '%s'", name);
     return -1;
 }
@@ -61,7 +68,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: qmdb-bench [options]\n"
-        "  --engine LIST            qmdb|rocksdb|rocksdb-default|lmdb, comma-separated "
+        "  --engine LIST            qmdb|rocksdb|rocksdb-default|lmdb|mpt, comma-separated "
         "(default qmdb)\n"
         "  --db-dir DIR             parent directory of the engines' DBs (default "
         "/tmp/qmdb-bench)\n"
@@ -92,7 +99,14 @@ static void usage(FILE *f)
         "  --keep                   keep the DB directories (default: delete after the run)\n"
         "  --blind-writes           write without reading first (default: every update, insert\n"
         "                           and delete reads the key first, for every engine)\n"
-        "  --help\n");
+        "  --qmdb-compact-thres N   qmdb ablation: compaction threshold (live entries per "
+        "shard)\n"
+        "  --qmdb-utilization R/D   qmdb ablation: compact while live/total < R/D (e.g. 7/10)\n"
+        "  --qmdb-history-blocks N  qmdb ablation: blocks of history kept before pruning\n"
+        "  --qmdb-segment-bytes N   qmdb ablation: entry-file segment size (K/M/G suffixes)\n"
+        "  --help\n"
+        "       qmdb-bench ycsb -P FILE ...   YCSB workloads (qmdb-bench ycsb --help)\n"
+        "       qmdb-bench replay --trace T ... trace replay (qmdb-bench replay --help)\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -132,15 +146,10 @@ static int parse_engines(bench_cfg *c, const char *list)
     c->n_engines = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
-        if (strcmp(tok, "mpt") == 0) {
-            fprintf(stderr, "qmdb-bench: engine 'mpt' (Merkle Patricia trie on RocksDB) is not "
-                            "implemented yet\n");
-            exit(2);
-        }
         bench_engine e;
         int rc = engine_lookup(tok, &e);
         if (rc == -1) {
-            fprintf(stderr, "qmdb-bench: %s (choose qmdb, rocksdb, rocksdb-default, lmdb)\n",
+            fprintf(stderr, "qmdb-bench: %s (choose qmdb, rocksdb, rocksdb-default, lmdb, mpt)\n",
                     e.err);
             return -1;
         }
@@ -387,6 +396,11 @@ static int write_json(const bench_cfg *c, const calib *cal, const engine_rec *re
     jw_str(&w, "durability", c->durable ? "D1" : "D0");
     jw_str(&w, "durability_note", "qmdb commits are always durable (D1), at either tier");
     jw_str(&w, "writes", c->blind_writes ? "blind" : "read-modify-write");
+    jw_u64(&w, "qmdb_compact_thres", c->qmdb_compact_thres);
+    jw_u64(&w, "qmdb_utilization_ratio", c->qmdb_util_ratio);
+    jw_u64(&w, "qmdb_utilization_div", c->qmdb_util_div);
+    jw_u64(&w, "qmdb_history_blocks", c->qmdb_history_blocks);
+    jw_u64(&w, "qmdb_segment_bytes", c->qmdb_segment_bytes);
     jw_u64(&w, "mem_cap", c->mem_cap);
     jw_bool(&w, "mem_cap_applied", bench_memcap.active || bench_memcap.limit);
     jw_str(&w, "mem_cap_note", c->mem_cap ? bench_memcap.msg : "uncapped");
@@ -459,30 +473,44 @@ static int write_json(const bench_cfg *c, const calib *cal, const engine_rec *re
     return 0;
 }
 
+/* Side-by-side table: one row per phase, ops/s per engine, then the first engine's rate over
+ * each other engine's (the ratio columns). */
 static void summary(const engine_rec *recs, int n)
 {
-    printf("\nResults summary\n");
-    for (int i = 0; i < n; i++) {
+    printf("\nResults summary (ops/s; txmix in transactions/s)\n");
+    for (int i = 0; i < n; i++)
         if (!recs[i].ok)
             printf("%s FAILED: %s\n", recs[i].name, recs[i].error);
-        for (size_t k = 0; k < N_PHASES; k++) {
-            double rate, secs;
-            uint64_t ops;
-            if (phase_rate(&recs[i], PHASES[k], &rate, &secs, &ops))
-                printf("%s %s: %.0f/s\n", recs[i].name, PHASES[k], rate);
-        }
+    printf("%-10s", "phase");
+    for (int i = 0; i < n; i++)
+        printf(" %14.14s", recs[i].name);
+    for (int i = 1; i < n; i++) {
+        char h[80];
+        snprintf(h, sizeof(h), "%s/%s", recs[0].name, recs[i].name);
+        printf(" %18.18s", h);
     }
-    /* Ratios against the first engine that finished, for quick side-by-side reading. */
-    for (int i = 1; i < n && recs[0].ok; i++) {
-        if (!recs[i].ok)
+    printf("\n");
+    for (size_t k = 0; k < N_PHASES; k++) {
+        double r0 = 0, r, s;
+        uint64_t o;
+        int any = 0;
+        for (int i = 0; i < n; i++)
+            any |= phase_rate(&recs[i], PHASES[k], &r, &s, &o);
+        if (!any)
             continue;
-        printf("ratio %s/%s:", recs[0].name, recs[i].name);
-        for (size_t k = 0; k < N_PHASES; k++) {
-            double r0, r1, s;
-            uint64_t o;
-            if (phase_rate(&recs[0], PHASES[k], &r0, &s, &o) &&
-                phase_rate(&recs[i], PHASES[k], &r1, &s, &o) && r1 > 0)
-                printf(" %s=%.2f", PHASES[k], r0 / r1);
+        printf("%-10s", PHASES[k]);
+        int have0 = n > 0 && phase_rate(&recs[0], PHASES[k], &r0, &s, &o);
+        for (int i = 0; i < n; i++) {
+            if (phase_rate(&recs[i], PHASES[k], &r, &s, &o))
+                printf(" %14.0f", r);
+            else
+                printf(" %14s", "-");
+        }
+        for (int i = 1; i < n; i++) {
+            if (have0 && phase_rate(&recs[i], PHASES[k], &r, &s, &o) && r > 0)
+                printf(" %18.2f", r0 / r);
+            else
+                printf(" %18s", "-");
         }
         printf("\n");
     }
@@ -491,7 +519,7 @@ static void summary(const engine_rec *recs, int n)
 enum {
     OPT_ENGINE = 256, OPT_DBDIR, OPT_ENTRIES, OPT_OPB, OPT_HI, OPT_HWB, OPT_HRB, OPT_THETA, OPT_KS, OPT_VS,
     OPT_DUR, OPT_MEMCAP, OPT_SEED, OPT_RANDSRC, OPT_OUTPUT, OPT_KEEP, OPT_OPT, OPT_CALS, OPT_DROP, OPT_HELP,
-    OPT_BLIND
+    OPT_BLIND, OPT_QCT, OPT_QUTIL, OPT_QHIST, OPT_QSEG
 };
 
 static int parse_args(bench_cfg *c, int argc, char **argv)
@@ -518,6 +546,10 @@ static int parse_args(bench_cfg *c, int argc, char **argv)
         {"calibrate-secs", required_argument, 0, OPT_CALS},
         {"drop-caches", no_argument, 0, OPT_DROP},
         {"help", no_argument, 0, OPT_HELP},
+        {"qmdb-compact-thres", required_argument, 0, OPT_QCT},
+        {"qmdb-utilization", required_argument, 0, OPT_QUTIL},
+        {"qmdb-history-blocks", required_argument, 0, OPT_QHIST},
+        {"qmdb-segment-bytes", required_argument, 0, OPT_QSEG},
         {0, 0, 0, 0}};
     uint64_t v;
     int o;
@@ -562,6 +594,17 @@ static int parse_args(bench_cfg *c, int argc, char **argv)
         case OPT_OUTPUT: c->output = a; break;
         case OPT_KEEP: c->keep = 1; break;
         case OPT_BLIND: c->blind_writes = 1; break;
+        case OPT_QCT: bad = parse_u64(a, &c->qmdb_compact_thres) || !c->qmdb_compact_thres; break;
+        case OPT_QUTIL: {
+            unsigned rr = 0, dd = 0;
+            char tail;
+            bad = sscanf(a, "%u/%u%c", &rr, &dd, &tail) != 2 || !rr || !dd || rr > dd;
+            c->qmdb_util_ratio = rr;
+            c->qmdb_util_div = dd;
+            break;
+        }
+        case OPT_QHIST: bad = parse_u64(a, &c->qmdb_history_blocks) || !c->qmdb_history_blocks; break;
+        case OPT_QSEG: bad = parse_u64(a, &c->qmdb_segment_bytes) || !c->qmdb_segment_bytes; break;
         case OPT_OPT: bad = parse_u64(a, &c->ops_per_tx) || !c->ops_per_tx; break;
         case OPT_CALS: {
             char *end;
@@ -574,8 +617,11 @@ static int parse_args(bench_cfg *c, int argc, char **argv)
         default: usage(stderr); return -1;
         }
         if (bad) {
-            fprintf(stderr, "qmdb-bench: bad value for --%s: '%s'\n", opts[o - OPT_ENGINE].name,
-                    a ? a : "");
+            int oi = 0;
+            while (opts[oi].name && opts[oi].val != o)
+                oi++;
+            fprintf(stderr, "qmdb-bench: bad value for --%s: '%s'\n",
+                    opts[oi].name ? opts[oi].name : "?", a ? a : "");
             return -1;
         }
     }
@@ -624,6 +670,10 @@ int main(int argc, char **argv)
                    .calib_mib = 256};
     snprintf(c.engines[0], sizeof(c.engines[0]), "qmdb");
     c.n_engines = 1;
+    if (argc > 1 && strcmp(argv[1], "ycsb") == 0) /* subcommand: bench/ycsb.c */
+        return ycsb_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "replay") == 0) /* subcommand: bench/replay.c */
+        return replay_main(argc - 1, argv + 1);
     if (parse_args(&c, argc, argv) != 0)
         return 2;
     c.master_seed = wl_mix64(c.seed);

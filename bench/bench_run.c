@@ -501,7 +501,12 @@ int bench_run_engine(const bench_cfg *c, const char *engine, engine_rec *rec)
                            .entry_count = c->entry_count,
                            .key_size = c->key_size,
                            .value_size = c->value_size,
-                           .tuned = strcmp(engine, "rocksdb") == 0};
+                           .tuned = strcmp(engine, "rocksdb") == 0,
+                           .qmdb_compact_thres = c->qmdb_compact_thres,
+                           .qmdb_util_ratio = c->qmdb_util_ratio,
+                           .qmdb_util_div = c->qmdb_util_div,
+                           .qmdb_history_blocks = c->qmdb_history_blocks,
+                           .qmdb_segment_bytes = c->qmdb_segment_bytes};
     uint64_t t0 = now_ns();
     if (r->e.open(&r->e, rec->dir, &ec) != 0) {
         snprintf(rec->error, sizeof(rec->error), "%s", r->e.err);

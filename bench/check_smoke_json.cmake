@@ -1,5 +1,6 @@
 # check_smoke_json.cmake -- checks the JSON written by the bench_smoke test: it exists, says
-# "ok": true, and holds every phase name for every engine of the smoke run.
+# "ok": true, and holds every phase name for every engine of the smoke run; for the mpt engine
+# also a non-empty state root and a live key count equal to the last phase's entries.
 # Usage: cmake -DJSON=file -DENGINES=a,b,c -P check_smoke_json.cmake
 cmake_minimum_required(VERSION 3.20)
 if(NOT EXISTS "${JSON}")
@@ -36,6 +37,24 @@ if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.19)
         message(FATAL_ERROR "engine ${name}: phase ${ph} missing from ${JSON}")
       endif()
     endforeach()
+    if(name STREQUAL "mpt")
+      # The MPT baseline records its last committed state root and live key count, which
+      # must be a non-empty trie holding exactly the entries the last phase ended with.
+      string(JSON final GET "${body}" engines ${i} final)
+      string(JSON want_keys GET "${body}" engines ${i} phases ${plast} entries_end)
+      if(NOT final MATCHES "state_root=([0-9a-f]+)$")
+        message(FATAL_ERROR "mpt: no state_root in final '${final}'")
+      endif()
+      set(mpt_root "${CMAKE_MATCH_1}")
+      string(LENGTH "${mpt_root}" root_len)
+      if(NOT root_len EQUAL 64 OR mpt_root STREQUAL
+         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        message(FATAL_ERROR "mpt: bad or empty-trie state root '${mpt_root}'")
+      endif()
+      if(NOT final MATCHES " keys=${want_keys} ")
+        message(FATAL_ERROR "mpt: final '${final}' does not hold keys=${want_keys}")
+      endif()
+    endif()
   endforeach()
 else()
   foreach(ph populate update read insert delete read-miss txmix)

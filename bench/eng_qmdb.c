@@ -2,7 +2,8 @@
 /*
  * eng_qmdb.c -- qmdb adapter for qmdb-bench, using only the public API in include/qmdb.h.
  *
- * Owns: the block -> qmdb_batch mapping. qmdb_create + qmdb_open with default options; one
+ * Owns: the block -> qmdb_batch mapping. qmdb_create (skipped if a database exists) +
+ * qmdb_open with default options, or the ablation overrides from bench_engine_cfg; one
  * reusable qmdb_batch per block; qmdb_commit(db, height, batch, root), which is always
  * durable (qmdb has no D0 tier). Reads go through qmdb_get on the committed state.
  */
@@ -31,7 +32,6 @@ static int qfail(bench_engine *e, const char *what, int rc)
 
 static int q_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
 {
-    (void)cfg;
     qdb *q = calloc(1, sizeof(*q));
     if (!q) {
         snprintf(e->err, sizeof(e->err), "out of memory");
@@ -40,8 +40,20 @@ static int q_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
     e->h = q;
     qmdb_options opt;
     qmdb_options_init(&opt);
+    /* Ablation knobs (--qmdb-compact-thres, --qmdb-utilization, ...); 0 keeps the default. */
+    if (cfg->qmdb_compact_thres)
+        opt.compact_thres = cfg->qmdb_compact_thres;
+    if (cfg->qmdb_util_ratio && cfg->qmdb_util_div) {
+        opt.utilization_ratio = cfg->qmdb_util_ratio;
+        opt.utilization_div = cfg->qmdb_util_div;
+    }
+    if (cfg->qmdb_history_blocks)
+        opt.history_blocks = cfg->qmdb_history_blocks;
+    if (cfg->qmdb_segment_bytes)
+        opt.entry_segment_bytes = cfg->qmdb_segment_bytes;
+    /* An existing database (e.g. a restored YCSB load image) is opened as it is. */
     int rc = qmdb_create(dir, &opt);
-    if (rc)
+    if (rc && rc != QMDB_EXISTS)
         return qfail(e, "create", rc);
     rc = qmdb_open(dir, &opt, &q->db);
     if (rc)

@@ -21,6 +21,11 @@ typedef struct bench_engine_cfg {
     uint64_t entry_count;     /* to size LMDB's map */
     size_t key_size, value_size;
     int tuned;                /* rocksdb: 1 = tuned per BENCHMARKS.md rule 5, 0 = defaults */
+    /* qmdb create-time options for ablations; 0 = qmdb's default. */
+    uint64_t qmdb_compact_thres;
+    uint32_t qmdb_util_ratio, qmdb_util_div;
+    uint64_t qmdb_history_blocks;
+    uint64_t qmdb_segment_bytes; /* entry_segment_bytes */
 } bench_engine_cfg;
 
 typedef struct bench_engine_stats {
@@ -50,6 +55,11 @@ struct bench_engine {
     /* Writes a one-line summary for the record (qmdb: height and state root). */
     void (*describe)(bench_engine *e, char *buf, size_t n);
     int (*close)(bench_engine *e);
+    /* Optional (NULL = the engine cannot scan in key order, e.g. qmdb is hash-ordered):
+     * visits up to `count` records in key order starting at the first key >= k, touching
+     * each value, and sets *got to the number visited. Reads the committed state (LMDB:
+     * the open write txn inside a block). 0 on success, negative on error. */
+    int (*scan)(bench_engine *e, const void *k, size_t kl, size_t count, size_t *got);
 };
 
 /* Fills e for the named engine. Returns 0, -1 if the name is unknown, -2 if the engine is

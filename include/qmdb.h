@@ -216,6 +216,73 @@ typedef struct qmdb_stats {
 
 QMDB_API int qmdb_stat(qmdb_db *db, qmdb_stats *st);
 
+/* ---- Offline check (docs/RELIABILITY.md) ------------------------------------------------ */
+
+/** Receives one problem found by qmdb_check (a message naming the file and offset). */
+typedef void (*qmdb_check_fn)(void *arg, const char *problem);
+
+/**
+ * Full offline check of the database in dir (opened read-only; writers are refused while it
+ * runs): both metadata slots; every unpruned entry hashed and every root recomputed from the
+ * entry and twig files and compared with the metadata and ROOTS; the indexer against the
+ * ActiveBits; the key-hash chain of the live entries. Calls fn (may be NULL) once per problem
+ * and sets *problems (may be NULL) to their number. Returns 0 if the database is healthy,
+ * QMDB_CORRUPT if any problem was found, or another error if the check could not run
+ * (QMDB_NOTADB, QMDB_BUSY, -errno, ...).
+ */
+QMDB_API int qmdb_check(const char *dir, qmdb_check_fn fn, void *arg, uint64_t *problems);
+
+/* ---- Proofs (docs/PROOFS.md) ---------------------------------------------------------- */
+
+/** Version of the proof byte format written by qmdb_prove. */
+#define QMDB_PROOF_FORMAT_VERSION 1
+
+/**
+ * Builds a proof about key at `height` against the latest committed state root
+ * (UINT64_MAX or the latest height: a proof about the current state). If the key has a value
+ * at that height the proof shows it (inclusion); otherwise it shows the live predecessor
+ * whose gap covers the key's hash (exclusion). For an earlier height the proof shows the
+ * entry that was live then and that it stayed live past that height (historical).
+ * On success *out (free with qmdb_proof_free) holds *outlen bytes.
+ * Returns QMDB_NOTFOUND if height is above the latest, QMDB_PRUNED if the entries needed
+ * lie in pruned twigs, QMDB_INVALID for a bad key.
+ * Cost: a proof about the latest height reads a few entries and 12 twig-file nodes; the first
+ * historical proof on a shard after a commit scans that shard's new log tail (see PROOFS.md).
+ */
+QMDB_API int qmdb_prove(qmdb_db *db, const void *key, size_t klen, uint64_t height,
+                        uint8_t **out, size_t *outlen);
+QMDB_API void qmdb_proof_free(uint8_t *proof);
+
+/**
+ * Verifies a proof. Pure: no I/O, no allocation, no global state beyond the hash backend
+ * choice. Claim: key has value (value, vlen) -- or, with value NULL, key is absent -- at
+ * `height` (UINT64_MAX: at the height of `root`, whatever it is), under the trusted state
+ * root `root`, which must be the root of a height >= the claimed height.
+ * Returns 0 if the proof holds (and sets *proved_height_out, if not NULL, to the height the
+ * proof states; it is authenticated only when the caller passed a height), else
+ * QMDB_BAD_PROOF with *why (if not NULL) set to a static reason string, or QMDB_INVALID for a
+ * malformed claim (key length 0 or > 255, vlen 0 or too long).
+ */
+QMDB_API int qmdb_proof_verify(const uint8_t *proof, size_t len, const uint8_t root[QMDB_HASH_LEN],
+                               const void *key, size_t klen, const void *value, size_t vlen,
+                               uint64_t height, uint64_t *proved_height_out, const char **why);
+
+/** What a proof says, from its header (not verified). */
+typedef struct qmdb_proof_info {
+    uint32_t format_version;
+    int absent;          /**< 1: exclusion proof */
+    int deactivated;     /**< 1: historical proof through the deactivating entry */
+    unsigned shard;
+    uint64_t height;
+    unsigned entries;    /**< entry records (1 or 2) */
+    unsigned upper_levels; /**< U = max_level - 12 of the shard tree */
+} qmdb_proof_info;
+
+/** Parses a proof's header; QMDB_BAD_PROOF if it is not a well-formed proof. */
+QMDB_API int qmdb_proof_info_get(const uint8_t *proof, size_t len, qmdb_proof_info *info);
+
+/* ---- end of Proofs ---------------------------------------------------------------------- */
+
 #ifdef __cplusplus
 }
 #endif

@@ -40,8 +40,9 @@ recover_twigs(qm_shard *s, const qm_shard_meta *m)
             qm_twig *tw = &t->twigs[id + k];
             if (qm_tmeta_decode(rec + k * QM_TMETA_REC, QM_TMETA_REC, id + k, tw->left_root,
                                 &tw->first_pos) != 0)
-                return QM_CORRUPT(s->err, "shard %u twig-meta file: bad record %" PRIu64
-                                  " at offset %" PRIu64, s->id, id + k, (id + k) * QM_TMETA_REC);
+                return QM_CORRUPT(s->err, "%s.0000000000: twig-meta record %" PRIu64
+                                  " at offset %" PRIu64 " is corrupt (CRC)", s->tmeta.path_prefix,
+                                  id + k, (id + k) * QM_TMETA_REC);
         }
     }
     for (u64 id = 0; id < t->first_twig; id++) {
@@ -51,20 +52,39 @@ recover_twigs(qm_shard *s, const qm_shard_meta *m)
     return 0;
 }
 
-/* Recomputes the left tree of full twig `id` from its leaves and checks it (verify mode). */
+/*
+ * Recomputes the left tree of full twig `id` from its leaves and checks it (verify mode)
+ * against the twig-meta left root and the twig-file record. On a mismatch, the twig record's
+ * stored leaves (if its CRC holds) name the first entry whose bytes changed; recs[] gives the
+ * entries' offsets (index sn - sn0).
+ */
 static int
-verify_full_twig(qm_shard *s, u64 id, u8 (*nodes)[32])
+verify_full_twig(qm_shard *s, u64 id, u8 (*nodes)[32], const scan_rec *recs, u64 sn0)
 {
     qm_left_tree_update(nodes, 0, QM_TWIG_LEAVES);
-    if (memcmp(nodes[1], s->tree.twigs[id].left_root, 32) != 0)
-        return QM_CORRUPT(s->err, "shard %u: entries of twig %" PRIu64
-                          " do not hash to its recorded left root (entry log from offset %" PRIu64 ")",
-                          s->id, id, s->tree.twigs[id].first_pos);
     u8 *rec = s->twigrec;
     QM_RET(qm_hpfile_read(&s->twigs, id * QM_TWIG_REC, rec, QM_TWIG_REC));
-    if (qm_twigrec_check(rec, QM_TWIG_REC, id) != 0 || memcmp(rec, nodes[1], 4095 * 32) != 0)
-        return QM_CORRUPT(s->err, "shard %u twig file: record %" PRIu64 " at offset %" PRIu64
-                          " is corrupt", s->id, id, id * QM_TWIG_REC);
+    bool rec_ok = qm_twigrec_check(rec, QM_TWIG_REC, id) == 0;
+    if (memcmp(nodes[1], s->tree.twigs[id].left_root, 32) != 0) {
+        for (unsigned i = 0; rec_ok && i < QM_TWIG_LEAVES; i++) {
+            if (memcmp(rec + (size_t)(2047 + i) * 32, nodes[2048 + i], 32) != 0) {
+                u64 sn = (id << QM_TWIG_SHIFT) + i, pos = recs[sn - sn0].pos;
+                return QM_CORRUPT(s->err, "%s.%010" PRIu64 ": entry SN %" PRIu64
+                                  " at offset %" PRIu64 " (log offset %" PRIu64
+                                  ") does not hash to its Merkle leaf",
+                                  s->entries.path_prefix, pos / s->entries.seg_size, sn,
+                                  pos % s->entries.seg_size, pos);
+            }
+        }
+        return QM_CORRUPT(s->err, "%s: entries of twig %" PRIu64
+                          " do not hash to its recorded left root (log from offset %" PRIu64 ")",
+                          s->entries.path_prefix, id, s->tree.twigs[id].first_pos);
+    }
+    if (!rec_ok || memcmp(rec, nodes[1], 4095 * 32) != 0)
+        return QM_CORRUPT(s->err, "%s.%010" PRIu64 ": twig record %" PRIu64 " at offset %" PRIu64
+                          " is corrupt", s->twigs.path_prefix,
+                          id * QM_TWIG_REC / s->twigs.seg_size, id,
+                          id * QM_TWIG_REC % s->twigs.seg_size);
     return 0;
 }
 
@@ -98,16 +118,18 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
         QM_TRY(qm_scan_get(&sc, pos, len, &p));
         qm_entry e;
         if (qm_entry_decode(p, len, &e) != 0 || e.sn != sn) {
-            rc = QM_CORRUPT(s->err, "shard %u entry log: bad entry at offset %" PRIu64
-                            " (expected SN %" PRIu64 ")", s->id, pos, sn);
+            rc = QM_CORRUPT(s->err, "%s.%010" PRIu64 ": bad entry at offset %" PRIu64
+                            " (log offset %" PRIu64 ", expected SN %" PRIu64 ")",
+                            s->entries.path_prefix, pos / s->entries.seg_size,
+                            pos % s->entries.seg_size, pos, sn);
             goto out;
         }
         u64 id = sn >> QM_TWIG_SHIFT;
         unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
         qm_twig *tw = &t->twigs[id];
         if (bit == 0 && id < youngest && tw->first_pos != pos) {
-            rc = QM_CORRUPT(s->err, "shard %u: twig %" PRIu64 " starts at %" PRIu64
-                            " but its twig-meta record says %" PRIu64, s->id, id, pos,
+            rc = QM_CORRUPT(s->err, "%s: twig %" PRIu64 " starts at log offset %" PRIu64
+                            " but its twig-meta record says %" PRIu64, s->entries.path_prefix, id, pos,
                             tw->first_pos);
             goto out;
         }
@@ -123,15 +145,16 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
             for (int k = 7; k >= 0; k--)
                 d = (d << 8) | e.dsn_raw[8 * i + k];
             if (d >= sn) {
-                rc = QM_CORRUPT(s->err, "shard %u: entry at %" PRIu64 " deactivates a later SN",
-                                s->id, pos);
+                rc = QM_CORRUPT(s->err, "%s: entry at log offset %" PRIu64
+                                " deactivates a later SN", s->entries.path_prefix, pos);
                 goto out;
             }
             if (d < sn0)
                 continue; /* in a pruned twig: already dead */
             if (!qm_tree_is_active(t, d)) {
-                rc = QM_CORRUPT(s->err, "shard %u: entry at %" PRIu64
-                                " deactivates SN %" PRIu64 " which is not live", s->id, pos, d);
+                rc = QM_CORRUPT(s->err, "%s: entry at log offset %" PRIu64
+                                " deactivates SN %" PRIu64 " which is not live",
+                                s->entries.path_prefix, pos, d);
                 goto out;
             }
             qm_tree_deactivate(t, d, height);
@@ -152,18 +175,19 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
             if (vnodes) {
                 memcpy(vnodes[2048 + bit], leaf, 32);
                 if (bit == QM_TWIG_MASK && id < youngest)
-                    QM_TRY(verify_full_twig(s, id, vnodes));
+                    QM_TRY(verify_full_twig(s, id, vnodes, recs, sn0));
             }
         }
         pos += len;
     }
     if (pos != m->entry_size) {
-        rc = QM_CORRUPT(s->err, "shard %u entry log: entries end at %" PRIu64
-                        " but the committed size is %" PRIu64, s->id, pos, m->entry_size);
+        rc = QM_CORRUPT(s->err, "%s: entries end at log offset %" PRIu64
+                        " but the committed size in META is %" PRIu64, s->entries.path_prefix, pos,
+                        m->entry_size);
         goto out;
     }
     if (live != m->live) {
-        rc = QM_CORRUPT(s->err, "shard %u: %" PRIu64 " live entries found, metadata says %" PRIu64,
+        rc = QM_CORRUPT(s->err, "shard %u: %" PRIu64 " live entries found, META says %" PRIu64,
                         s->id, live, m->live);
         goto out;
     }
@@ -221,6 +245,7 @@ qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
     qm_tree_mark_all_dirty(&s->tree);
     QM_RET(qm_tree_commit(&s->tree));
     if (memcmp(s->tree.root, m->root, 32) != 0)
-        return QM_CORRUPT(err, "shard %u: recomputed root differs from the committed root", id);
+        return QM_CORRUPT(err, "shard %u: the root recomputed from the entry and twig files differs from the "
+                          "root in META", id);
     return 0;
 }

@@ -493,6 +493,8 @@ qm_shard_after_commit(qm_shard *s)
     for (u64 id = s->tree.first_twig; id < ft; id++)
         qm_tree_prune_twig(&s->tree, id);
     s->entry_head = head;
-    QM_RET(qm_hpfile_prune_head(&s->entries, head));
-    return qm_hpfile_prune_head(&s->twigs, ft * QM_TWIG_REC);
+    /* Try both files even if one fails (a failure leaves segments for the next open). */
+    int rc = qm_hpfile_prune_head(&s->entries, head);
+    int rc2 = qm_hpfile_prune_head(&s->twigs, ft * QM_TWIG_REC);
+    return rc ? rc : rc2;
 }

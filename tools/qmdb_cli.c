@@ -8,9 +8,15 @@
  *   qmdb root DIR [--height H]   (prints "<height> <root>")
  *   qmdb get DIR KEY [--str]     (prints the value in hex; exit 1 and "not found" if absent)
  *   qmdb stat DIR
- *   qmdb check DIR               (opens read-only, hashing every entry; reports any damage)
+ *   qmdb check DIR               (full offline check, qmdb_check(): prints each problem with its
+ *                                 file and offset; exit 3 if there is any)
+ *   qmdb prove DIR KEY [--height H] [-o FILE] [--str]
+ *                                (writes a proof of KEY's value or absence; docs/PROOFS.md)
+ *   qmdb verify --root HEX --key KEY [--value VAL | --absent] [--height H] [--str] FILE
+ *                                (prints "valid", or "invalid: <reason>" and exits 4)
  *
- * Exit codes: 0 success; 1 not found; 2 usage error or bad input; 3 database or I/O error.
+ * Exit codes: 0 success; 1 not found; 2 usage error or bad input; 3 database or I/O error;
+ * 4 proof does not verify.
  * Keys and values on the command line are hex (optionally 0x-prefixed); --str takes text.
  */
 #include <errno.h>
@@ -21,6 +27,7 @@
 #include <string.h>
 
 #include "qmdb.h"
+#include "script.h"
 
 enum { EXIT_NOTFOUND = 1, EXIT_USAGE = 2, EXIT_DB = 3 };
 
@@ -35,7 +42,10 @@ usage(void)
             "  qmdb root DIR [--height H]\n"
             "  qmdb get DIR KEY [--str]\n"
             "  qmdb stat DIR\n"
-            "  qmdb check DIR\n");
+            "  qmdb check DIR\n"
+            "  qmdb prove DIR KEY [--height H] [-o FILE] [--str]\n"
+            "  qmdb verify --root HEX --key KEY [--value VAL | --absent] [--height H]\n"
+            "              [--str] FILE\n");
 }
 
 static int
@@ -150,7 +160,7 @@ cmd_init(int argc, char **argv)
     return 0;
 }
 
-/* Script parsing state (FORMAT.md §8). */
+/* Script state (FORMAT.md §8). Lines are parsed by script_parse_line (tools/script.c). */
 typedef struct script {
     const char *name;
     unsigned long line;
@@ -158,8 +168,7 @@ typedef struct script {
     qmdb_batch *batch;
     bool in_block;
     uint64_t height;
-    unsigned char *kbuf, *vbuf;
-    size_t vcap;
+    script_cmd cmd;
 } script;
 
 static int
@@ -173,90 +182,46 @@ script_error(script *sc, const char *msg, const char *tok)
 }
 
 static int
-script_line(script *sc, char *line)
+script_line(script *sc, const char *line, size_t len)
 {
-    char *hash = strchr(line, '#');
-    if (hash)
-        *hash = '\0';
-    char *tok[4];
-    int nt = 0;
-    for (char *p = strtok(line, " \t\r\n"); p; p = strtok(NULL, " \t\r\n")) {
-        if (nt == 4)
-            return script_error(sc, "too many fields", p);
-        tok[nt++] = p;
-    }
-    if (nt == 0)
+    script_cmd *c = &sc->cmd;
+    if (script_parse_line(line, len, c) != 0)
+        return script_error(sc, c->err, NULL);
+    if (c->kind == SCRIPT_NONE)
         return 0;
-    const char *cmd = tok[0];
-    if (strcmp(cmd, "block") == 0) {
-        uint64_t h;
-        if (nt != 2 || !parse_u64(tok[1], &h))
-            return script_error(sc, "expected 'block <height>'", NULL);
+    if (c->kind == SCRIPT_BLOCK) {
         if (sc->in_block)
             return script_error(sc, "'block' inside an uncommitted block", NULL);
         uint64_t want = qmdb_height(sc->db) + 1;
-        if (h != want) {
+        if (c->height != want) {
             fprintf(stderr, "qmdb apply: %s:%lu: block height %" PRIu64
                     " is not last committed height + 1 (%" PRIu64 ")\n",
-                    sc->name, sc->line, h, want);
+                    sc->name, sc->line, c->height, want);
             return EXIT_USAGE;
         }
         sc->in_block = true;
-        sc->height = h;
+        sc->height = c->height;
         qmdb_batch_reset(sc->batch);
         return 0;
     }
-    if (!sc->in_block)
-        return script_error(sc, "operation outside a block:", cmd);
-    if (strcmp(cmd, "tx") == 0) {
-        if (nt != 1)
-            return script_error(sc, "expected 'tx'", NULL);
-        int rc = qmdb_batch_tx(sc->batch);
-        if (rc)
-            return script_error(sc, qmdb_strerror(rc), NULL);
-        return 0;
+    if (!sc->in_block) {
+        static const char *const names[] = {"", "block", "tx", "put", "del", "commit"};
+        return script_error(sc, "operation outside a block:", names[c->kind]);
     }
-    if (strcmp(cmd, "put") == 0 || strcmp(cmd, "del") == 0) {
-        bool put = cmd[0] == 'p';
-        if (nt != (put ? 3 : 2))
-            return script_error(sc, put ? "expected 'put <keyhex> <valhex>'" : "expected 'del <keyhex>'",
-                                NULL);
-        size_t kl = strlen(tok[1]);
-        if (kl == 0 || kl > 2 * QMDB_MAX_KEY_LEN)
-            return script_error(sc, "key must be 1..255 bytes:", tok[1]);
-        long kn = unhex(tok[1], kl, sc->kbuf);
-        if (kn < 0)
-            return script_error(sc, "key is not even-length hex:", tok[1]);
-        int rc;
-        if (put) {
-            size_t vl = strlen(tok[2]);
-            if (vl / 2 > QMDB_MAX_VALUE_LEN)
-                return script_error(sc, "value longer than 16777215 bytes", NULL);
-            if (vl / 2 > sc->vcap) {
-                unsigned char *nb = realloc(sc->vbuf, vl / 2 + 1);
-                if (!nb)
-                    return script_error(sc, "out of memory", NULL);
-                sc->vbuf = nb;
-                sc->vcap = vl / 2 + 1;
-            }
-            long vn = unhex(tok[2], vl, sc->vbuf);
-            if (vn < 0)
-                return script_error(sc, "value is not even-length hex", NULL);
-            if (vn == 0)
-                return script_error(sc, "empty value (reserved)", NULL);
-            rc = qmdb_batch_put(sc->batch, sc->kbuf, (size_t)kn, sc->vbuf, (size_t)vn);
-        } else {
-            rc = qmdb_batch_del(sc->batch, sc->kbuf, (size_t)kn);
-        }
-        if (rc)
-            return script_error(sc, qmdb_strerror(rc), NULL);
-        return 0;
-    }
-    if (strcmp(cmd, "commit") == 0) {
-        if (nt != 1)
-            return script_error(sc, "expected 'commit'", NULL);
+    int rc = 0;
+    switch (c->kind) {
+    case SCRIPT_TX:
+        rc = qmdb_batch_tx(sc->batch);
+        break;
+    case SCRIPT_PUT:
+        rc = qmdb_batch_put(sc->batch, c->key, c->klen, c->val, c->vlen);
+        break;
+    case SCRIPT_DEL:
+        rc = qmdb_batch_del(sc->batch, c->key, c->klen);
+        break;
+    case SCRIPT_COMMIT: {
         unsigned char root[32];
-        int rc = qmdb_commit(sc->db, sc->height, sc->batch, root);
+        rc = qmdb_commit(sc->db, sc->height, sc->batch, root);
         if (rc)
             return db_fail("commit", rc, sc->db);
         sc->in_block = false;
@@ -266,7 +231,12 @@ script_line(script *sc, char *line)
         fflush(stdout);
         return 0;
     }
-    return script_error(sc, "unknown command", cmd);
+    default:
+        break;
+    }
+    if (rc)
+        return script_error(sc, qmdb_strerror(rc), NULL);
+    return 0;
 }
 
 static int
@@ -289,17 +259,17 @@ cmd_apply(int argc, char **argv)
             fclose(in);
         return rc;
     }
-    sc.kbuf = malloc(QMDB_MAX_KEY_LEN + 1);
-    if (!sc.kbuf || qmdb_batch_new(&sc.batch) != 0) {
+    if (qmdb_batch_new(&sc.batch) != 0) {
         fprintf(stderr, "qmdb apply: out of memory\n");
         rc = EXIT_DB;
         goto out;
     }
     char *line = NULL;
     size_t cap = 0;
-    while (getline(&line, &cap, in) >= 0) {
+    ssize_t n;
+    while ((n = getline(&line, &cap, in)) >= 0) {
         sc.line++;
-        rc = script_line(&sc, line);
+        rc = script_line(&sc, line, (size_t)n);
         if (rc)
             break;
     }
@@ -316,8 +286,7 @@ out:
     if (in != stdin)
         fclose(in);
     qmdb_batch_free(sc.batch);
-    free(sc.kbuf);
-    free(sc.vbuf);
+    script_cmd_free(&sc.cmd);
     int crc = qmdb_close(sc.db);
     if (!rc && crc)
         rc = db_fail("close", crc, NULL);
@@ -456,6 +425,244 @@ cmd_stat(int argc, char **argv, bool check)
     return 0;
 }
 
+/* ---- Proofs: qmdb prove / qmdb verify (docs/PROOFS.md) --------------------------------- */
+
+#define EXIT_BAD_PROOF 4
+
+/* Key or value from the command line: hex (optional 0x) or, with str, the text itself.
+ * Returns a malloc'd buffer (caller frees) or NULL after printing an error. */
+static unsigned char *
+proof_arg_bytes(const char *cmd, const char *what, const char *s, bool str, size_t max,
+                size_t *len)
+{
+    size_t n = strlen(s);
+    unsigned char *out = NULL;
+    if (str) {
+        out = malloc(n ? n : 1);
+        if (out)
+            memcpy(out, s, n);
+        *len = n;
+    } else {
+        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+            s += 2;
+            n -= 2;
+        }
+        out = malloc(n / 2 + 1);
+        long got = out ? unhex(s, n, out) : -1;
+        if (got < 0) {
+            fprintf(stderr, "qmdb %s: %s must be even-length hex (or use --str)\n", cmd, what);
+            free(out);
+            return NULL;
+        }
+        *len = (size_t)got;
+    }
+    if (!out || *len == 0 || *len > max) {
+        fprintf(stderr, "qmdb %s: %s must be 1..%zu bytes\n", cmd, what, max);
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+static int
+cmd_prove(int argc, char **argv)
+{
+    const char *dir = NULL, *keyarg = NULL, *outpath = NULL;
+    uint64_t height = UINT64_MAX;
+    bool str = false;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--height") == 0 && i + 1 < argc) {
+            if (!parse_u64(argv[++i], &height) || height == UINT64_MAX) {
+                fprintf(stderr, "qmdb prove: bad height '%s'\n", argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+            outpath = argv[++i];
+        } else if (strcmp(argv[i], "--str") == 0) {
+            str = true;
+        } else if (!dir) {
+            dir = argv[i];
+        } else if (!keyarg) {
+            keyarg = argv[i];
+        } else {
+            usage();
+            return EXIT_USAGE;
+        }
+    }
+    if (!dir || !keyarg) {
+        usage();
+        return EXIT_USAGE;
+    }
+    size_t klen;
+    unsigned char *key = proof_arg_bytes("prove", "KEY", keyarg, str, QMDB_MAX_KEY_LEN, &klen);
+    if (!key)
+        return EXIT_USAGE;
+    qmdb_db *db;
+    int rc = open_db(dir, QMDB_OPEN_RDONLY | QMDB_OPEN_FAST, &db);
+    if (rc) {
+        free(key);
+        return rc;
+    }
+    uint8_t *proof = NULL;
+    size_t len = 0;
+    rc = qmdb_prove(db, key, klen, height, &proof, &len);
+    free(key);
+    if (rc) {
+        rc = db_fail("prove", rc, db);
+        qmdb_close(db);
+        return rc;
+    }
+    qmdb_proof_info info;
+    qmdb_proof_info_get(proof, len, &info);
+    FILE *f = outpath ? fopen(outpath, "wb") : stdout;
+    if (!f || fwrite(proof, 1, len, f) != len || (outpath && fclose(f) != 0)) {
+        fprintf(stderr, "qmdb prove: cannot write %s: %s\n", outpath ? outpath : "stdout",
+                strerror(errno));
+        rc = EXIT_DB;
+    } else {
+        fprintf(outpath ? stdout : stderr, "%s proof: height %" PRIu64 ", shard %u, %zu bytes%s\n",
+                info.absent ? "exclusion" : "inclusion", info.height, info.shard, len,
+                info.deactivated ? " (historical, through the deactivating entry)" : "");
+    }
+    if (!outpath)
+        fflush(stdout);
+    qmdb_proof_free(proof);
+    qmdb_close(db);
+    return rc;
+}
+
+static int
+cmd_verify(int argc, char **argv)
+{
+    const char *rootarg = NULL, *keyarg = NULL, *valarg = NULL, *file = NULL;
+    uint64_t height = UINT64_MAX;
+    bool str = false, absent = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--root") == 0 && v) {
+            rootarg = v;
+            i++;
+        } else if (strcmp(a, "--key") == 0 && v) {
+            keyarg = v;
+            i++;
+        } else if (strcmp(a, "--value") == 0 && v) {
+            valarg = v;
+            i++;
+        } else if (strcmp(a, "--height") == 0 && v) {
+            if (!parse_u64(v, &height) || height == UINT64_MAX) {
+                fprintf(stderr, "qmdb verify: bad height '%s'\n", v);
+                return EXIT_USAGE;
+            }
+            i++;
+        } else if (strcmp(a, "--absent") == 0) {
+            absent = true;
+        } else if (strcmp(a, "--str") == 0) {
+            str = true;
+        } else if (!file) {
+            file = a;
+        } else {
+            usage();
+            return EXIT_USAGE;
+        }
+    }
+    if (!rootarg || !keyarg || !file || (absent == (valarg != NULL))) {
+        fprintf(stderr, "qmdb verify: needs --root, --key, exactly one of --value/--absent, "
+                        "and FILE\n");
+        return EXIT_USAGE;
+    }
+    /* The root: 64 hex digits; "H HEX" as printed by `qmdb root` is accepted too. */
+    const char *r = strrchr(rootarg, ' ');
+    r = r ? r + 1 : rootarg;
+    if (r[0] == '0' && (r[1] == 'x' || r[1] == 'X'))
+        r += 2;
+    unsigned char root[32];
+    if (strlen(r) != 64 || unhex(r, 64, root) != 32) {
+        fprintf(stderr, "qmdb verify: --root must be 64 hex digits\n");
+        return EXIT_USAGE;
+    }
+    size_t klen, vlen = 0;
+    unsigned char *key = proof_arg_bytes("verify", "--key", keyarg, str, QMDB_MAX_KEY_LEN, &klen);
+    if (!key)
+        return EXIT_USAGE;
+    unsigned char *val = NULL;
+    if (valarg) {
+        val = proof_arg_bytes("verify", "--value", valarg, str, QMDB_MAX_VALUE_LEN, &vlen);
+        if (!val) {
+            free(key);
+            return EXIT_USAGE;
+        }
+    }
+    FILE *f = strcmp(file, "-") == 0 ? stdin : fopen(file, "rb");
+    unsigned char *buf = NULL;
+    size_t len = 0, cap = 0;
+    if (f) {
+        for (;;) {
+            if (len == cap) {
+                cap = cap ? 2 * cap : 4096;
+                unsigned char *nb = cap <= (64u << 20) ? realloc(buf, cap) : NULL;
+                if (!nb)
+                    break;
+                buf = nb;
+            }
+            size_t got = fread(buf + len, 1, cap - len, f);
+            if (got == 0)
+                break;
+            len += got;
+        }
+    }
+    int rc;
+    if (!f || ferror(f) || !buf) {
+        fprintf(stderr, "qmdb verify: cannot read %s\n", file);
+        rc = EXIT_USAGE;
+    } else {
+        const char *why = NULL;
+        uint64_t ph = 0;
+        rc = qmdb_proof_verify(buf, len, root, key, klen, val, vlen, height, &ph, &why);
+        if (rc == 0) {
+            printf("valid\n");
+        } else {
+            printf("invalid: %s\n", why && *why ? why : qmdb_strerror(rc));
+            rc = rc == QMDB_INVALID ? EXIT_USAGE : EXIT_BAD_PROOF;
+        }
+    }
+    if (f && f != stdin)
+        fclose(f);
+    free(buf);
+    free(key);
+    free(val);
+    return rc;
+}
+
+/* ---- end of proofs ---------------------------------------------------------------------- */
+
+static void
+check_problem(void *arg, const char *problem)
+{
+    (void)arg;
+    printf("problem: %s\n", problem);
+}
+
+/* qmdb check DIR: the deep check of check.c; "ok: ..." and exit 0 only if nothing is wrong. */
+static int
+cmd_check(int argc, char **argv)
+{
+    if (argc != 1) {
+        usage();
+        return EXIT_USAGE;
+    }
+    uint64_t problems = 0;
+    int rc = qmdb_check(argv[0], check_problem, NULL, &problems);
+    if (rc == QMDB_CORRUPT) {
+        printf("FAILED: %" PRIu64 " problem%s in %s\n", problems, problems == 1 ? "" : "s",
+               argv[0]);
+        return EXIT_DB;
+    }
+    if (rc)
+        return db_fail(argv[0], rc, NULL);
+    return cmd_stat(argc, argv, true);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -483,7 +690,11 @@ main(int argc, char **argv)
     if (strcmp(cmd, "stat") == 0)
         return cmd_stat(argc - 2, argv + 2, false);
     if (strcmp(cmd, "check") == 0)
-        return cmd_stat(argc - 2, argv + 2, true);
+        return cmd_check(argc - 2, argv + 2);
+    if (strcmp(cmd, "prove") == 0)
+        return cmd_prove(argc - 2, argv + 2);
+    if (strcmp(cmd, "verify") == 0)
+        return cmd_verify(argc - 2, argv + 2);
     fprintf(stderr, "qmdb: unknown command '%s'\n", cmd);
     usage();
     return EXIT_USAGE;

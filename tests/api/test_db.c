@@ -306,7 +306,8 @@ test_recovery_and_corruption(void)
     /* An old full twig's entry: found by the default (verifying) open; a fast open skips it. */
     flip_byte(f, 1000);
     CHECK_RC(qmdb_open(dir, NULL, &bad), QMDB_CORRUPT);
-    CHECK(strstr(qmdb_open_error(), "twig 0") != NULL);
+    CHECK(strstr(qmdb_open_error(), "s05.entries") != NULL);
+    CHECK(strstr(qmdb_open_error(), "offset") != NULL);
     flip_byte(f, 1000);
     /* The metadata: a bad newest slot falls back to the previous height, whose files were
      * cut back... but here both slots are damaged, so open must refuse. */

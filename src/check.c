@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * check.c -- qmdb_check(): the full offline consistency check (`qmdb check DIR`).
+ *
+ * It reports every problem it finds (file and offset in each message) through a callback:
+ *  1. META: both slots are decoded; a slot that is present but invalid is reported (a torn
+ *     write of the newest slot, or corruption).
+ *  2. A read-only verifying open: every unpruned entry is decoded and hashed, every full
+ *     twig's left tree is recomputed and compared with its twig-meta record and its twig-file
+ *     record (CRC, id and all 4095 nodes), the ActiveBits are rebuilt from the DSNs, and every
+ *     shard root and the state root are recomputed and compared with META and with ROOTS at
+ *     the latest height (recover.c). A failure here is reported and ends the check.
+ *  3. ROOTS: the file covers every height up to the latest and holds no all-zero record.
+ *  4. Indexer against ActiveBits: every index record points at an entry whose SN is active
+ *     and whose key hash has the record's prefix; each active SN is indexed exactly once.
+ *  5. Key-hash chain: per shard, the live entries sorted by key hash, each one's
+ *     next_key_hash is the next live key hash (the last one's is the next shard's first
+ *     sentry, or 32 x 0xff for shard 15).
+ * Thread: the caller's; opens its own read-only handle (a shared lock: writers are refused
+ * meanwhile).
+ */
+#include "check.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "codec.h"
+#include "entry.h"
+#include "io.h"
+
+typedef struct chk {
+    qmdb_check_fn fn;
+    void *arg;
+    u64 problems;
+} chk;
+
+static void report(chk *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+report(chk *c, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    c->problems++;
+    if (c->fn)
+        c->fn(c->arg, msg);
+}
+
+static void
+check_meta_slots(chk *c, const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/META", dir);
+    const qm_io *io = qm_io_get();
+    int fd = io->open(path, O_RDONLY, 0);
+    if (fd < 0)
+        return; /* the open below reports it */
+    static u8 buf[2 * QM_META_SLOT];
+    size_t got = 0;
+    int rc = qm_io_pread_upto(fd, buf, sizeof(buf), 0, &got);
+    io->close(fd);
+    if (rc) {
+        report(c, "%s: read error: %s", path, qmdb_strerror(rc));
+        return;
+    }
+    for (unsigned k = 0; k < 2; k++) {
+        size_t off = (size_t)k * QM_META_SLOT, n = got > off ? got - off : 0;
+        if (n > QM_META_SLOT)
+            n = QM_META_SLOT;
+        bool blank = true;
+        for (size_t i = 0; i < n && blank; i++)
+            blank = buf[off + i] == 0;
+        if (blank)
+            continue; /* never written (a new database has only slot 0) */
+        qm_meta m;
+        size_t nz = QM_META_LEN;
+        while (nz < n && buf[off + nz] == 0)
+            nz++;
+        if (nz < n)
+            report(c, "%s: metadata slot %u has a nonzero byte at offset %zu in its unused "
+                   "tail", path, k, off + nz);
+        if (qm_meta_decode(buf + off, n, &m) != 0)
+            report(c, "%s: metadata slot %u at offset %zu is invalid (bad CRC or fields): "
+                   "corruption, or a torn write by a crash during a commit",
+                   path, k, off);
+        else if ((m.seq & 1) != k)
+            report(c, "%s: metadata slot %u at offset %zu holds sequence %" PRIu64
+                   " (wrong slot)", path, k, off, m.seq);
+    }
+}
+
+static void
+check_roots(chk *c, const qm_check_view *v)
+{
+    u64 h = v->meta->height, size = 0;
+    if (qm_io_get()->fsize(v->roots_fd, &size) != 0 || size < 32 * (h + 1)) {
+        report(c, "%s/ROOTS: %" PRIu64 " bytes, height %" PRIu64 " needs %" PRIu64, v->dir,
+               size, h, 32 * (h + 1));
+        return;
+    }
+    static u8 buf[32 * 1024];
+    static const u8 zero[32];
+    for (u64 off = 0; off < 32 * (h + 1); off += sizeof(buf)) {
+        size_t n = (size_t)QM_MIN((u64)sizeof(buf), 32 * (h + 1) - off);
+        int rc = qm_io_pread_full(v->roots_fd, buf, n, off);
+        if (rc) {
+            report(c, "%s/ROOTS: read error at offset %" PRIu64 ": %s", v->dir, off,
+                   qmdb_strerror(rc));
+            return;
+        }
+        for (size_t i = 0; i < n; i += 32)
+            if (memcmp(buf + i, zero, 32) == 0)
+                report(c, "%s/ROOTS: the root of height %" PRIu64 " at offset %" PRIu64
+                       " is all zeros", v->dir, (off + i) / 32, off + i);
+    }
+}
+
+/* One live entry for the key-hash chain. */
+typedef struct link {
+    u8 kh[32], next[32];
+    u64 pos;
+} link;
+
+static int
+link_cmp(const void *a, const void *b)
+{
+    return memcmp(((const link *)a)->kh, ((const link *)b)->kh, 32);
+}
+
+static void
+seg_name(const qm_hpfile *f, u64 pos, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s.%010" PRIu64 " offset %" PRIu64, f->path_prefix, pos / f->seg_size,
+             pos % f->seg_size);
+}
+
+/* Items 4 and 5 for one shard. */
+static int
+check_shard(chk *c, qm_shard *s)
+{
+    qm_tree *t = &s->tree;
+    u64 sn0 = t->first_twig << QM_TWIG_SHIFT, nsn = t->next_sn - sn0;
+    u8 *seen = calloc(nsn / 8 + 1, 1);
+    link *links = malloc((s->index.count ? s->index.count : 1) * sizeof(link));
+    qm_ebuf buf = {0};
+    int rc = 0;
+    if (!seen || !links) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    u64 n = 0;
+    char where[4200];
+    for (unsigned u = 0; u < QM_UNITS_PER_SHARD; u++) {
+        const qm_index_unit *un = &s->index.units[u];
+        for (u32 i = 0; i < un->n; i++) {
+            const u8 *r = un->recs + (size_t)i * QM_INDEX_REC;
+            u64 pos = qm_get_u48be(r + QM_INDEX_KEY) << 3;
+            if (i > 0 && memcmp(r - QM_INDEX_REC, r, QM_INDEX_KEY) > 0)
+                report(c, "shard %u index: unit %u is not sorted at record %u", s->id, u, i);
+            seg_name(&s->entries, pos, where, sizeof(where));
+            qm_entry e;
+            int erc = qm_shard_read_entry(s, pos, &buf, &e);
+            if (erc) {
+                report(c, "%s: indexed entry unreadable: %s (%s)", where, qmdb_strerror(erc),
+                       s->err->msg);
+                continue;
+            }
+            u8 kh[32];
+            qm_entry_key_hash(e.key, e.klen, e.vlen, kh);
+            unsigned ku = ((unsigned)(kh[0] & 0x0f) << 8) | kh[1];
+            if ((kh[0] >> 4) != s->id || ku != u || memcmp(kh + 2, r, QM_INDEX_KEY) != 0)
+                report(c, "%s: entry SN %" PRIu64 " has a key hash that does not match its "
+                       "index record (shard %u unit %u)", where, e.sn, s->id, u);
+            if (e.sn < sn0 || e.sn >= t->next_sn || !qm_tree_is_active(t, e.sn)) {
+                report(c, "%s: indexed entry SN %" PRIu64 " is not active in the ActiveBits",
+                       where, e.sn);
+                continue;
+            }
+            u64 k = e.sn - sn0;
+            if (seen[k / 8] & (1u << (k % 8)))
+                report(c, "%s: SN %" PRIu64 " is indexed twice", where, e.sn);
+            seen[k / 8] |= (u8)(1u << (k % 8));
+            if (n < s->index.count) {
+                memcpy(links[n].kh, kh, 32);
+                memcpy(links[n].next, e.next_key_hash, 32);
+                links[n].pos = pos;
+                n++;
+            }
+        }
+    }
+    u64 active = 0;
+    for (u64 id = t->first_twig; id < t->ntwigs; id++)
+        active += t->twigs[id].nactive;
+    if (active != s->index.count || active != s->live)
+        report(c, "shard %u: %" PRIu64 " active bits, %" PRIu64 " index records, %" PRIu64
+               " live entries in META: they must be equal", s->id, active, s->index.count,
+               s->live);
+    qsort(links, n, sizeof(link), link_cmp);
+    for (u64 i = 0; i < n; i++) {
+        u8 want[32];
+        if (i + 1 < n) {
+            memcpy(want, links[i + 1].kh, 32);
+        } else if (s->id == QM_SHARD_COUNT - 1) {
+            memset(want, 0xff, 32);
+        } else {
+            memset(want, 0, 32);
+            want[0] = (u8)((s->id + 1) << 4);
+        }
+        if (memcmp(links[i].next, want, 32) != 0) {
+            seg_name(&s->entries, links[i].pos, where, sizeof(where));
+            report(c, "%s: next_key_hash breaks the key-hash chain (it is not the next live "
+                   "key hash)", where);
+        }
+    }
+    if (n > 0 && (links[0].kh[0] != (u8)(s->id << 4) || links[0].kh[1] != 0 ||
+                  memcmp(links[0].kh + 2, (const u8[30]){0}, 30) != 0))
+        report(c, "shard %u: its first sentry is not live", s->id);
+out:
+    free(seen);
+    free(links);
+    qm_ebuf_free(&buf);
+    return rc;
+}
+
+int
+qm_check_handle(qmdb_db *db, qmdb_check_fn fn, void *arg, u64 *problems)
+{
+    chk c = {fn, arg, 0};
+    qm_check_view v;
+    qm_db_check_view(db, &v);
+    check_roots(&c, &v);
+    int rc = 0;
+    for (unsigned s = 0; s < QM_SHARD_COUNT && !rc; s++)
+        rc = check_shard(&c, &v.shards[s]);
+    *problems += c.problems;
+    return rc;
+}
+
+int
+qmdb_check(const char *dir, qmdb_check_fn fn, void *arg, uint64_t *problems)
+{
+    chk c = {fn, arg, 0};
+    if (problems)
+        *problems = 0;
+    if (!dir)
+        return QMDB_INVALID;
+    check_meta_slots(&c, dir);
+    qmdb_options o;
+    qmdb_options_init(&o);
+    o.flags = QMDB_OPEN_RDONLY;
+    qmdb_db *db = NULL;
+    int rc = qmdb_open(dir, &o, &db);
+    if (rc) {
+        report(&c, "open: %s: %s", qmdb_strerror(rc), qmdb_open_error());
+    } else {
+        rc = qm_check_handle(db, fn, arg, &c.problems);
+        qmdb_close(db);
+    }
+    if (problems)
+        *problems = c.problems;
+    if (rc && rc != QMDB_CORRUPT)
+        return rc;
+    return c.problems ? QMDB_CORRUPT : 0;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * proof.h -- the proof byte format (docs/PROOFS.md) shared by the prover (proof.c, uses the
+ * engine's internals) and the verifier (proof_verify.c, pure: needs only hash.c and its two
+ * backends), plus the hooks db.c gives the prover.
+ *
+ * Proof format version 1 (all integers little-endian):
+ *   OFFSET  SIZE   FIELD
+ *   0       4      magic "QMPF"
+ *   4       1      format version (1)
+ *   5       1      kind: 0 = K is present with a value, 1 = K is absent
+ *   6       1      liveness: 0 = main entry's active bit is 1 under the root;
+ *                            1 = main entry was deactivated by entry D (second record),
+ *                                appended at a height above `height`
+ *   7       1      shard k (0..15)
+ *   8       8      height h the proof answers for
+ *   16      32     key hash SHA256(K)
+ *   48      128    global peers: siblings at levels 64, 65, 66, 67 from shard root k up
+ *   176     ...    1 + liveness entry records, each:
+ *                    4             payload length n
+ *                    n             entry payload (FORMAT.md §1, padding excluded)
+ *                    1             U = max_level - 12 (1..51)
+ *                    8+32(17+U)    upstream shard path: sn | leaf | 11 left peers |
+ *                                  ActiveBits page holding sn | 3 right peers (levels 8,9,10) |
+ *                                  U upper peers (levels 12..) | shard root
+ * Nothing may follow the last record.
+ *
+ * Thread: pure definitions.
+ */
+#ifndef QM_PROOF_H
+#define QM_PROOF_H
+
+#include "qm_internal.h"
+
+#define QM_PROOF_MAGIC "QMPF"
+#define QM_PROOF_VERSION 1u
+#define QM_PROOF_HDR 176u
+#define QM_PROOF_ENTRY_MIN 53u /* payload of an entry with empty key/value, no DSN */
+#define QM_PROOF_MAX_U 51u     /* max_level <= 63 */
+#define QM_PROOF_PATH_LEN(U) (8u + 32u * (17u + (unsigned)(U)))
+
+enum { QM_PROOF_PRESENT = 0, QM_PROOF_ABSENT = 1 };
+enum { QM_PROOF_ACTIVE = 0, QM_PROOF_DEACTIVATED = 1 };
+
+/* Offsets inside one upstream shard path. */
+#define QM_PATH_SN 0u
+#define QM_PATH_LEAF 8u
+#define QM_PATH_LEFT 40u
+#define QM_PATH_PAGE 392u
+#define QM_PATH_RIGHT 424u
+#define QM_PATH_UPPER 520u
+
+/* ---- db.c hooks for the prover ---------------------------------------------------------- */
+struct qm_shard;
+typedef struct qm_proof_cache qm_proof_cache;
+
+typedef struct qm_proof_ctx {
+    struct qm_shard *shards; /* QM_SHARD_COUNT of them */
+    u64 height;              /* latest committed height */
+    qm_err *err;
+    qm_proof_cache **cache; /* lazily built history cache owned by the handle */
+} qm_proof_ctx;
+
+/* Fills ctx for db; QMDB_PANIC if the handle is fatal. (db.c) */
+QM_HIDDEN int qm_db_proof_ctx(qmdb_db *db, qm_proof_ctx *ctx);
+/* Frees the history cache (NULL allowed). (proof.c) */
+QM_HIDDEN void qm_proof_cache_free(qm_proof_cache *c);
+
+#endif /* QM_PROOF_H */

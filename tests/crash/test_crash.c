@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_crash.c -- crash-consistency harness (issue 5, item 1). Single-threaded parent; forked
+ * children.
+ *
+ *   test_crash timer KILLS SEED   a child applies the deterministic workload (workload.h) and
+ *                                 the parent SIGKILLs it after a random delay;
+ *   test_crash phase KILLS SEED   the child SIGKILLs itself at a chosen I/O event through the
+ *                                 I/O seam (faultio.h): torn entry/twig/ROOTS/META writes,
+ *                                 before or after an fsync, between the data and the
+ *                                 metadata, while pruning deletes segments, while open cuts
+ *                                 torn tails back;
+ *   test_crash power CRASHES SEED in-process power loss: the I/O stops at a random event and a
+ *                                 random subset of the writes not yet fsynced is reverted.
+ *
+ * After every crash the parent reopens (full verifying open) and checks: the height H is at
+ * least the last height whose commit the child reported; the root of H equals the root the
+ * fault-free twin computed for H (and the one the child printed, if it did); a random older
+ * root from ROOTS matches too; every key's value equals the model's at H. The next child
+ * continues from H + 1. Every block compacts (compact_thres 1, 1/1), segments are 64 KiB
+ * and history is 3 blocks, so crashes land in compaction, rollover and pruning.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../fault/faultio.h"
+#include "../test.h"
+#include "workload.h"
+
+#define NKEYS 1500
+#define PREFILL 900       /* blocks applied before the first crash (pruning starts ~here) */
+#define CHILD_BLOCKS 150  /* a child that is not killed stops after this many blocks */
+
+static char dir[480], twindir[512];
+static uint64_t seed, rng;
+static wl_model model;
+static wl_twin twin;
+static uint64_t last_ok;       /* highest height reported committed */
+static long lost, mismatches, wrong_values, kills, clean_exits, reported_mismatch;
+static long phase_kills[32];
+static volatile bool in_open;
+
+static uint64_t
+rnd(uint64_t n)
+{
+    rng = wl_mix(rng);
+    return n ? rng % n : 0;
+}
+
+static qmdb_db *
+open_db(uint32_t flags, int *rc_out)
+{
+    qmdb_options o;
+    wl_options(&o);
+    o.flags = flags;
+    qmdb_db *db = NULL;
+    int rc = qmdb_open(dir, &o, &db);
+    if (rc_out)
+        *rc_out = rc;
+    return rc ? NULL : db;
+}
+
+/* Reopens read-only (so that the next child's open is the one that cuts torn tails back)
+ * and checks the recovered state; returns the recovered height. */
+static long verify_rounds;
+
+static uint64_t
+verify(const char *when)
+{
+    int rc;
+    /* Every 4th check uses the default open (every entry hashed); the others the fast open,
+     * which still recomputes every root from the log's ActiveBits and the stored twig roots. */
+    qmdb_db *db = open_db(QMDB_OPEN_RDONLY | (verify_rounds++ % 4 == 0 ? 0 : QMDB_OPEN_FAST),
+                          &rc);
+    if (!db) {
+        fprintf(stderr, "%s: reopen failed: %s: %s\n", when, qmdb_strerror(rc), qmdb_open_error());
+        REQUIRE(db != NULL);
+    }
+    uint64_t h = qmdb_height(db);
+    if (h < last_ok) {
+        fprintf(stderr, "%s: LOST committed blocks: height %llu < reported %llu\n", when,
+                (unsigned long long)h, (unsigned long long)last_ok);
+        lost++;
+    }
+    unsigned char root[32];
+    CHECK_OK(qmdb_root(db, UINT64_MAX, root));
+    if (memcmp(root, wl_twin_root(&twin, h), 32) != 0) {
+        fprintf(stderr, "%s: ROOT MISMATCH at height %llu\n", when, (unsigned long long)h);
+        mismatches++;
+    }
+    uint64_t old = rnd(h + 1);
+    CHECK_OK(qmdb_root(db, old, root));
+    if (memcmp(root, wl_twin_root(&twin, old), 32) != 0) {
+        fprintf(stderr, "%s: ROOTS file: height %llu differs\n", when, (unsigned long long)old);
+        mismatches++;
+    }
+    if (h < model.height) {
+        fprintf(stderr, "%s: height went back from %llu to %llu\n", when,
+                (unsigned long long)model.height, (unsigned long long)h);
+        lost++;
+    } else {
+        wl_model_advance(&model, h);
+        wrong_values += wl_model_diff(db, &model, when);
+    }
+    CHECK_OK(qmdb_close(db));
+    if (h > last_ok)
+        last_ok = h;
+    return h;
+}
+
+/* ---- the child ----------------------------------------------------------------------- */
+
+typedef struct phase {
+    const char *name;
+    enum fio_op op;
+    const char *path;
+    long max_nth;
+    enum fio_action action;
+    int gate; /* 0 any time, 1 only during open, 2 only after open */
+} phase;
+
+static const phase PHASES[] = {
+    {"torn entry-log write", FIO_PWRITE, ".entries.", 40, FIO_KILL, 2},
+    {"torn twig-file write", FIO_PWRITE, ".twig.", 1, FIO_KILL, 2},
+    {"torn twig-meta write", FIO_PWRITE, ".tmeta.", 1, FIO_KILL, 2},
+    {"before an entry-log fsync", FIO_FSYNC, ".entries.", 40, FIO_KILL, 2},
+    {"open: cutting a torn tail", FIO_FTRUNCATE, NULL, 1, FIO_KILL, 1},
+    {"after an entry-log fsync", FIO_FSYNC, ".entries.", 40, FIO_KILL_AFTER, 2},
+    {"torn ROOTS write", FIO_PWRITE, "ROOTS", 20, FIO_KILL, 2},
+    {"between data and metadata (ROOTS durable)", FIO_FSYNC, "ROOTS", 20, FIO_KILL_AFTER, 2},
+    {"torn META write", FIO_PWRITE, "META", 20, FIO_KILL, 2},
+    {"META written, not fsynced", FIO_PWRITE, "META", 20, FIO_KILL_AFTER, 2},
+    {"after the META fsync (commit point)", FIO_FSYNC, "META", 20, FIO_KILL_AFTER, 2},
+    {"pruning: before a segment delete", FIO_UNLINK, NULL, 2, FIO_KILL, 2},
+    {"pruning: after a segment delete", FIO_UNLINK, NULL, 2, FIO_KILL_AFTER, 2},
+    {"open: deleting uncommitted segments", FIO_UNLINK, NULL, 3, FIO_KILL_AFTER, 1},
+    {"any fsync (incl. directories)", FIO_FSYNC, NULL, 400, FIO_KILL, 0},
+    {"any write", FIO_PWRITE, NULL, 400, FIO_KILL, 0},
+};
+#define NPHASES (sizeof(PHASES) / sizeof(PHASES[0]))
+
+static volatile bool after_open;
+
+static void
+child_run(int wfd, int phase_idx)
+{
+    if (phase_idx >= 0) {
+        const phase *ph = &PHASES[phase_idx];
+        fio_rule r = {0};
+        r.op = ph->op;
+        r.path_sub = ph->path;
+        r.nth = 1 + (long)rnd((uint64_t)ph->max_nth);
+        r.action = ph->action;
+        r.torn_pct = (unsigned)rnd(100);
+        r.only_if = ph->gate == 1 ? &in_open : ph->gate == 2 ? &after_open : NULL;
+        fio_install(&r, false);
+    }
+    in_open = true;
+    int rc;
+    qmdb_db *db = open_db(rnd(4) ? QMDB_OPEN_FAST : 0, &rc);
+    in_open = false;
+    after_open = true;
+    if (!db) {
+        fprintf(stderr, "child: open failed: %s: %s\n", qmdb_strerror(rc), qmdb_open_error());
+        _exit(3);
+    }
+    if (write(wfd, "R\n", 2) != 2) /* ready: the parent times most kills from here */
+        _exit(5);
+    qmdb_batch *b;
+    if (qmdb_batch_new(&b))
+        _exit(3);
+    uint64_t h0 = qmdb_height(db);
+    for (uint64_t h = h0 + 1; h <= h0 + CHILD_BLOCKS; h++) {
+        wl_block(seed, NKEYS, h, b, NULL);
+        unsigned char root[32];
+        rc = qmdb_commit(db, h, b, root);
+        if (rc) {
+            fprintf(stderr, "child: commit %llu: %s: %s\n", (unsigned long long)h,
+                    qmdb_strerror(rc), qmdb_last_error(db));
+            _exit(4);
+        }
+        char line[128];
+        int n = snprintf(line, sizeof(line), "%llu ", (unsigned long long)h);
+        for (int i = 0; i < 32; i++)
+            n += snprintf(line + n, sizeof(line) - (size_t)n, "%02x", root[i]);
+        line[n++] = '\n';
+        if (write(wfd, line, (size_t)n) != n)
+            _exit(5);
+    }
+    qmdb_batch_free(b);
+    qmdb_close(db);
+    _exit(0);
+}
+
+/* Reads "<height> <root>" lines; records the highest reported height and checks roots. */
+static void
+parse_reports(char *buf, size_t n)
+{
+    buf[n] = '\0';
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        unsigned long long h;
+        char hex[65];
+        if (sscanf(line, "%llu %64s", &h, hex) != 2 || strlen(hex) != 64)
+            continue; /* a line cut by the kill is never complete: ignore it */
+        unsigned char root[32];
+        if (test_unhex(hex, root, 32) != 32)
+            continue;
+        if (memcmp(root, wl_twin_root(&twin, h), 32) != 0) {
+            fprintf(stderr, "child reported a wrong root for height %llu\n", h);
+            reported_mismatch++;
+        }
+        if (h > last_ok)
+            last_ok = h;
+    }
+}
+
+static void
+run_child_once(bool timer, int phase_idx)
+{
+    int pfd[2];
+    REQUIRE(pipe(pfd) == 0);
+    uint64_t child_seed = wl_mix(rng);
+    rnd(1);
+    fflush(NULL);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        rng = child_seed;
+        child_run(pfd[1], phase_idx);
+    }
+    close(pfd[1]);
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap + 1);
+    REQUIRE(buf);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* One kill in five lands while the child opens (the clock starts at fork); the others
+     * at a random moment up to 250 ms after it reported ready, so that blocks get applied
+     * however loaded the machine is. */
+    bool during_open = timer && rnd(5) == 0;
+    long delay_ms = !timer ? -1 : during_open ? (long)rnd(300) : (long)rnd(250);
+    bool killed = false, ready = during_open;
+    for (;;) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long el = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        if (timer && ready && !killed && el >= delay_ms) {
+            kill(pid, SIGKILL);
+            killed = true;
+        }
+        struct pollfd p = {pfd[0], POLLIN, 0};
+        int wait = (timer && ready && !killed) ? (int)(delay_ms - el) : 1000;
+        if (poll(&p, 1, wait < 0 ? 0 : wait) > 0) {
+            ssize_t got = read(pfd[0], buf + n, cap - n);
+            if (got <= 0)
+                break;
+            n += (size_t)got;
+            REQUIRE(n < cap);
+            if (!ready && n >= 2 && memcmp(buf, "R\n", 2) == 0) {
+                ready = true;
+                t0 = now; /* the delay counts from the ready report */
+            }
+        }
+    }
+    close(pfd[0]);
+    int st;
+    REQUIRE(waitpid(pid, &st, 0) == pid);
+    parse_reports(buf, n);
+    free(buf);
+    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
+        kills++;
+        if (phase_idx >= 0)
+            phase_kills[phase_idx]++;
+    } else if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        clean_exits++;
+    } else {
+        fprintf(stderr, "child failed: status 0x%x\n", st);
+        CHECK(0);
+    }
+}
+
+/* ---- power loss (in process) --------------------------------------------------------- */
+
+static long power_crashes, power_reverted, power_open_crashes;
+
+static void
+power_once(void)
+{
+    static const enum fio_op ops[] = {FIO_PWRITE, FIO_PWRITE, FIO_FSYNC, FIO_FSYNC, FIO_UNLINK};
+    fio_rule r = {0};
+    r.op = ops[rnd(5)];
+    r.nth = 1 + (long)rnd(r.op == FIO_UNLINK ? 4 : 150);
+    r.action = FIO_CRASH;
+    r.torn_pct = (unsigned)rnd(100);
+    bool during_open = rnd(5) == 0;
+    if (during_open) {
+        r.op = rnd(2) ? FIO_FTRUNCATE : FIO_UNLINK;
+        r.nth = 1 + (long)rnd(2);
+    }
+    int rc = 0;
+    qmdb_db *db = NULL;
+    /* The twin must not run under the faulty I/O: compute the roots we may need first. */
+    (void)wl_twin_root(&twin, last_ok + 60);
+    if (during_open) {
+        fio_install(&r, true);
+        db = open_db(0, &rc);
+        if (!db) {
+            CHECK(fio_triggered());
+            power_open_crashes++;
+        }
+    } else {
+        db = open_db(QMDB_OPEN_FAST, &rc);
+        REQUIRE(db != NULL);
+        fio_install(&r, true);
+    }
+    if (db) {
+        qmdb_batch *b;
+        REQUIRE(qmdb_batch_new(&b) == 0);
+        uint64_t h0 = qmdb_height(db);
+        for (uint64_t h = h0 + 1; h <= h0 + 60; h++) {
+            wl_block(seed, NKEYS, h, b, NULL);
+            unsigned char root[32];
+            rc = qmdb_commit(db, h, b, root);
+            if (rc) {
+                CHECK(fio_triggered());
+                /* The handle is now fatal. */
+                size_t vl;
+                CHECK_RC(qmdb_commit(db, h, b, root), QMDB_PANIC);
+                CHECK_RC(qmdb_get(db, "k", 1, NULL, 0, &vl), QMDB_PANIC);
+                break;
+            }
+            CHECK_MEM(root, wl_twin_root(&twin, h), 32);
+            last_ok = h;
+        }
+        qmdb_batch_free(b);
+        qmdb_close(db);
+    }
+    if (fio_triggered())
+        power_crashes++;
+    fio_uninstall();
+    power_reverted += fio_powerloss(&rng, (unsigned)rnd(101));
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s timer|phase|power COUNT SEED\n", argv[0]);
+        return 2;
+    }
+    const char *mode = argv[1];
+    long target = atol(argv[2]);
+    seed = strtoull(argv[3], NULL, 10);
+    rng = wl_mix(seed);
+    char tag[64];
+    snprintf(tag, sizeof(tag), "crash-%s", mode);
+    wl_tmpdir(dir, sizeof(dir), tag);
+    snprintf(twindir, sizeof(twindir), "%s-twin", dir);
+    wl_rmdir(dir);
+    wl_rmdir(twindir);
+    qmdb_options o;
+    wl_options(&o);
+    REQUIRE(wl_twin_open(&twin, twindir, &o, seed, NKEYS) == 0);
+    wl_model_init(&model, seed, NKEYS);
+    REQUIRE(qmdb_create(dir, &o) == 0);
+
+    /* Prefill (no crashes) so pruning starts during the crash phase. */
+    {
+        qmdb_db *db = open_db(0, NULL);
+        REQUIRE(db);
+        qmdb_batch *b;
+        REQUIRE(qmdb_batch_new(&b) == 0);
+        for (uint64_t h = 1; h <= PREFILL; h++) {
+            wl_block(seed, NKEYS, h, b, NULL);
+            unsigned char root[32];
+            REQUIRE(qmdb_commit(db, h, b, root) == 0);
+            CHECK_MEM(root, wl_twin_root(&twin, h), 32);
+        }
+        last_ok = PREFILL;
+        qmdb_batch_free(b);
+        qmdb_close(db);
+    }
+    verify("prefill");
+
+    time_t t0 = time(NULL);
+    long rounds = 0;
+    if (strcmp(mode, "power") == 0) {
+        while (power_crashes < target && rounds < 4 * target) {
+            power_once();
+            rounds++;
+            char when[64];
+            snprintf(when, sizeof(when), "power loss %ld", rounds);
+            verify(when);
+        }
+        CHECK(power_crashes >= target);
+        printf("power: %ld simulated power losses (%ld during open) in %ld rounds, %ld unsynced "
+               "changes reverted\n",
+               power_crashes, power_open_crashes, rounds, power_reverted);
+    } else {
+        bool timer = strcmp(mode, "timer") == 0;
+        REQUIRE(timer || strcmp(mode, "phase") == 0);
+        while (kills < target && rounds < 3 * target) {
+            int ph = timer ? -1 : (int)(rounds % NPHASES);
+            run_child_once(timer, ph);
+            rounds++;
+            char when[96];
+            snprintf(when, sizeof(when), "%s round %ld%s%s", mode, rounds, ph >= 0 ? ": " : "",
+                     ph >= 0 ? PHASES[ph].name : "");
+            verify(when);
+        }
+        CHECK(kills >= target);
+        printf("%s: %ld SIGKILLs, %ld children finished unkilled, in %ld rounds\n", mode, kills,
+               clean_exits, rounds);
+        if (!timer)
+            for (size_t i = 0; i < NPHASES; i++)
+                printf("  %-45s %ld kills\n", PHASES[i].name, phase_kills[i]);
+    }
+    qmdb_stats st;
+    {
+        qmdb_db *db = open_db(0, NULL);
+        REQUIRE(db);
+        qmdb_stat(db, &st);
+        qmdb_close(db);
+    }
+    printf("final height %llu; entries %llu (unpruned %llu); %ld s\n",
+           (unsigned long long)st.height, (unsigned long long)st.total_entries,
+           (unsigned long long)st.unpruned_entries, (long)(time(NULL) - t0));
+    printf("lost committed blocks: %ld, root mismatches: %ld, wrong values: %ld, wrong reported "
+           "roots: %ld\n",
+           lost, mismatches, wrong_values, reported_mismatch);
+    CHECK(lost == 0);
+    CHECK(mismatches == 0);
+    CHECK(wrong_values == 0);
+    CHECK(reported_mismatch == 0);
+    CHECK(st.unpruned_entries < st.total_entries); /* pruning happened */
+    wl_model_free(&model);
+    wl_twin_close(&twin);
+    if (!test_failures) {
+        wl_rmdir(dir);
+        wl_rmdir(twindir);
+    }
+    return test_report("test_crash");
+}

@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_fault.c -- fault injection through the I/O seam (issue 5, item 2). Single-threaded.
+ *
+ * For every fault class (EIO on read, write and fsync; a short write, transient or followed
+ * by ENOSPC; ENOSPC; failures of the ROOTS and META writes; failures while pruning; a
+ * simulated power loss) one scenario asserts: the failing call returns that error with a
+ * message naming the file; after a failure in a commit every later call on the handle
+ * returns QMDB_PANIC until it is closed; reopening recovers the last committed height (or the
+ * failed block, when the failure came after its commit point) with the exact root the
+ * fault-free twin computed and the model's values; and the database then accepts new blocks.
+ */
+#include <errno.h>
+#include <sys/stat.h>
+
+#include "../crash/workload.h"
+#include "../test.h"
+#include "faultio.h"
+
+#define NKEYS 600
+
+static char base[400];
+static uint64_t seed = 5;
+static int scenario_no;
+
+typedef struct env {
+    char dir[480];
+    wl_twin twin;
+    wl_model model;
+    qmdb_batch *b;
+} env;
+
+static qmdb_db *
+env_open(env *e, uint32_t flags, int *rc_out)
+{
+    qmdb_options o;
+    wl_options(&o);
+    o.flags = flags;
+    qmdb_db *db = NULL;
+    int rc = qmdb_open(e->dir, &o, &db);
+    if (rc_out)
+        *rc_out = rc;
+    return db;
+}
+
+/* A fresh database with `blocks` committed blocks. */
+static void
+env_setup(env *e, uint64_t blocks)
+{
+    memset(e, 0, sizeof(*e));
+    scenario_no++;
+    snprintf(e->dir, sizeof(e->dir), "%s/db%d", base, scenario_no);
+    char twin[512];
+    snprintf(twin, sizeof(twin), "%s/twin%d", base, scenario_no);
+    qmdb_options o;
+    wl_options(&o);
+    REQUIRE(wl_twin_open(&e->twin, twin, &o, seed, NKEYS) == 0);
+    wl_model_init(&e->model, seed, NKEYS);
+    REQUIRE(qmdb_create(e->dir, &o) == 0);
+    REQUIRE(qmdb_batch_new(&e->b) == 0);
+    qmdb_db *db = env_open(e, 0, NULL);
+    REQUIRE(db);
+    for (uint64_t h = 1; h <= blocks; h++) {
+        wl_block(seed, NKEYS, h, e->b, NULL);
+        REQUIRE(qmdb_commit(db, h, e->b, NULL) == 0);
+    }
+    /* Roots for the blocks the scenario may commit, computed before any fault is armed. */
+    (void)wl_twin_root(&e->twin, blocks + 40);
+    qmdb_close(db);
+}
+
+static void
+env_free(env *e)
+{
+    wl_twin_close(&e->twin);
+    wl_model_free(&e->model);
+    qmdb_batch_free(e->b);
+}
+
+/* Reopens and checks the state: height in [lo, hi], exact root, model values, and that the
+ * next block commits. Returns the height. */
+static uint64_t
+env_verify(env *e, uint64_t lo, uint64_t hi, const char *what)
+{
+    int rc;
+    qmdb_db *db = env_open(e, 0, &rc);
+    if (!db) {
+        fprintf(stderr, "%s: reopen: %s: %s\n", what, qmdb_strerror(rc), qmdb_open_error());
+        CHECK(0);
+        return 0;
+    }
+    uint64_t h = qmdb_height(db);
+    if (h < lo || h > hi)
+        fprintf(stderr, "%s: recovered height %llu not in [%llu, %llu]\n", what,
+                (unsigned long long)h, (unsigned long long)lo, (unsigned long long)hi);
+    CHECK(h >= lo && h <= hi);
+    unsigned char root[32];
+    CHECK_OK(qmdb_root(db, UINT64_MAX, root));
+    CHECK_MEM(root, wl_twin_root(&e->twin, h), 32);
+    wl_model_advance(&e->model, h);
+    CHECK_EQ_U64(wl_model_diff(db, &e->model, what), 0);
+    wl_block(seed, NKEYS, h + 1, e->b, NULL);
+    CHECK_OK(qmdb_commit(db, h + 1, e->b, root));
+    CHECK_MEM(root, wl_twin_root(&e->twin, h + 1), 32);
+    qmdb_close(db);
+    return h;
+}
+
+/* After a failed commit: the handle is fatal. */
+static void
+check_fatal(qmdb_db *db, uint64_t h, env *e)
+{
+    size_t vl;
+    unsigned char root[32];
+    qmdb_stats st;
+    CHECK_RC(qmdb_commit(db, h, e->b, root), QMDB_PANIC);
+    CHECK_RC(qmdb_commit(db, h + 1, e->b, root), QMDB_PANIC);
+    CHECK_RC(qmdb_get(db, "k", 1, NULL, 0, &vl), QMDB_PANIC);
+    CHECK_RC(qmdb_prune(db), QMDB_PANIC);
+    CHECK_RC(qmdb_root(db, UINT64_MAX, root), QMDB_PANIC);
+    CHECK_RC(qmdb_shard_root(db, 0, root), QMDB_PANIC);
+    CHECK_RC(qmdb_stat(db, &st), QMDB_PANIC);
+}
+
+/*
+ * One commit-time fault: arms `r`, commits block H+1 and expects `want` (0: success). Then
+ * checks fatality, closes, optionally reverts unsynced writes (power loss), and verifies that
+ * the reopened height lies in [H + lo_off, H + hi_off].
+ */
+static void
+commit_fault(const char *name, const fio_rule *r, int want, const char *file_sub, int lo_off,
+             int hi_off, int powerloss_pct, int max_blocks)
+{
+    env e;
+    env_setup(&e, 30);
+    qmdb_db *db = env_open(&e, 0, NULL);
+    REQUIRE(db);
+    uint64_t h = qmdb_height(db);
+    (void)wl_twin_root(&e.twin, h + (uint64_t)max_blocks); /* before the fault is armed */
+    fio_install(r, powerloss_pct >= 0);
+    /* Commit up to max_blocks blocks until the fault fires (a twig file is written only
+     * when a twig fills). */
+    int rc = 0;
+    uint64_t n = h;
+    for (int i = 0; i < max_blocks && !fio_triggered(); i++) {
+        n++;
+        wl_block(seed, NKEYS, n, e.b, NULL);
+        unsigned char root[32];
+        rc = qmdb_commit(db, n, e.b, root);
+        if (rc == 0)
+            CHECK_MEM(root, wl_twin_root(&e.twin, n), 32);
+        else
+            break;
+    }
+    if (!fio_triggered())
+        fprintf(stderr, "%s: the fault never fired\n", name);
+    CHECK(fio_triggered());
+    if (rc != want)
+        fprintf(stderr, "%s: commit returned %d (%s), wanted %d (%s): %s\n", name, rc,
+                qmdb_strerror(rc), want, qmdb_strerror(want), qmdb_last_error(db));
+    CHECK_RC(rc, want);
+    uint64_t committed = rc ? n - 1 : n;
+    if (rc) {
+        const char *msg = qmdb_last_error(db);
+        if (file_sub && !strstr(msg, file_sub))
+            fprintf(stderr, "%s: message '%s' does not name %s\n", name, msg, file_sub);
+        CHECK(file_sub == NULL || strstr(msg, file_sub) != NULL);
+        check_fatal(db, n, &e);
+    }
+    CHECK_OK(qmdb_close(db));
+    fio_uninstall();
+    if (powerloss_pct >= 0) {
+        uint64_t rng = 99;
+        fio_powerloss(&rng, (unsigned)powerloss_pct);
+    } else {
+        fio_reset();
+    }
+    uint64_t got = env_verify(&e, committed + (uint64_t)lo_off, committed + (uint64_t)hi_off, name);
+    printf("  %-52s rc=%-6d recovered height %llu (last committed %llu)\n", name, rc,
+           (unsigned long long)got, (unsigned long long)committed);
+    env_free(&e);
+}
+
+static fio_rule
+rule(enum fio_op op, const char *path, long nth, enum fio_action a, int err)
+{
+    fio_rule r = {0};
+    r.op = op;
+    r.path_sub = path;
+    r.nth = nth;
+    r.action = a;
+    r.err = err;
+    return r;
+}
+
+static void
+test_commit_faults(void)
+{
+    printf("commit-time faults:\n");
+    fio_rule r;
+    r = rule(FIO_PWRITE, ".entries.", 1, FIO_ERR, EIO);
+    commit_fault("EIO writing the entry log", &r, -EIO, ".entries", 0, 0, -1, 20);
+    r = rule(FIO_PWRITE, ".twig.", 1, FIO_ERR, EIO);
+    commit_fault("EIO writing a twig file", &r, -EIO, ".twig", 0, 0, -1, 700);
+    r = rule(FIO_PWRITE, ".entries.", 3, FIO_ERR, ENOSPC);
+    commit_fault("ENOSPC writing the entry log", &r, -ENOSPC, ".entries", 0, 0, -1, 20);
+    r = rule(FIO_PWRITE, ".entries.", 2, FIO_SHORT, 0);
+    commit_fault("short write (then the rest is written)", &r, 0, NULL, 0, 0, -1, 20);
+    r = rule(FIO_PWRITE, ".entries.", 2, FIO_SHORT, ENOSPC);
+    commit_fault("short write, then ENOSPC", &r, -ENOSPC, ".entries", 0, 0, -1, 20);
+    r = rule(FIO_FSYNC, ".entries.", 5, FIO_ERR, EIO);
+    commit_fault("EIO on an entry-log fsync", &r, -EIO, ".entries", 0, 0, -1, 20);
+    r = rule(FIO_FSYNC, ".entries.", 5, FIO_ERR, EIO);
+    commit_fault("EIO on an entry-log fsync + power loss", &r, -EIO, ".entries", 0, 0, 100, 20);
+    r = rule(FIO_FSYNC, ".tmeta.", 1, FIO_ERR, EIO);
+    commit_fault("EIO on a twig-meta fsync", &r, -EIO, ".tmeta", 0, 0, -1, 700);
+    r = rule(FIO_PREAD, ".entries.", 1, FIO_ERR, EIO);
+    commit_fault("EIO reading the entry log during a commit", &r, -EIO, ".entries", 0, 0, -1, 20);
+    r = rule(FIO_PWRITE, "ROOTS", 1, FIO_ERR, EIO);
+    commit_fault("EIO writing ROOTS", &r, -EIO, "ROOTS", 0, 0, -1, 20);
+    r = rule(FIO_FSYNC, "ROOTS", 1, FIO_ERR, EIO);
+    commit_fault("EIO on the ROOTS fsync", &r, -EIO, "ROOTS", 0, 0, -1, 20);
+    r = rule(FIO_PWRITE, "META", 1, FIO_ERR, EIO);
+    commit_fault("EIO writing META", &r, -EIO, "META", 0, 0, -1, 20);
+    r = rule(FIO_PWRITE, "META", 1, FIO_ERR, ENOSPC);
+    commit_fault("ENOSPC writing META", &r, -ENOSPC, "META", 0, 0, -1, 20);
+    /* The slot was written but not made durable: either height is right without a power
+     * loss; with one (all unsynced writes dropped) the failed block is gone. */
+    r = rule(FIO_FSYNC, "META", 1, FIO_ERR, EIO);
+    commit_fault("EIO on the META fsync", &r, -EIO, "META", 0, 1, -1, 20);
+    r = rule(FIO_FSYNC, "META", 1, FIO_ERR, EIO);
+    commit_fault("EIO on the META fsync + power loss", &r, -EIO, "META", 0, 0, 100, 20);
+    fio_rule c = rule(FIO_PWRITE, "META", 1, FIO_CRASH, 0);
+    c.torn_pct = 50;
+    commit_fault("power loss tearing the META write", &c, -EIO, "META", 0, 0, 100, 20);
+    c = rule(FIO_PWRITE, ".entries.", 2, FIO_CRASH, 0);
+    c.torn_pct = 30;
+    commit_fault("power loss tearing an entry-log write", &c, -EIO, ".entries", 0, 0, 100, 20);
+    c = rule(FIO_PWRITE, ".entries.", 2, FIO_CRASH, 0);
+    c.torn_pct = 30;
+    commit_fault("power loss, unsynced writes kept", &c, -EIO, ".entries", 0, 0, 0, 20);
+}
+
+/* Pruning deletes segments after the commit point: a failure there must not lose or fail
+ * the block. */
+static void
+test_prune_fault(void)
+{
+    printf("pruning faults:\n");
+    env e;
+    env_setup(&e, 30);
+    qmdb_db *db = env_open(&e, 0, NULL);
+    REQUIRE(db);
+    fio_rule r = rule(FIO_UNLINK, ".entries.", 1, FIO_ERR, EIO);
+    r.sticky = true;
+    fio_install(&r, false);
+    uint64_t h = qmdb_height(db);
+    qmdb_stats st0, st1;
+    CHECK_OK(qmdb_stat(db, &st0));
+    /* Commit until a prune deletes an entry segment (compaction empties twigs quickly).
+     * The twin is not run while the rule is armed (its pruning would hit the rule too). */
+    int rc = 0;
+    uint64_t h0 = h;
+    unsigned char (*roots)[32] = malloc(2000 * 32);
+    REQUIRE(roots);
+    while (!fio_triggered() && h < h0 + 1999) {
+        h++;
+        wl_block(seed, NKEYS, h, e.b, NULL);
+        rc = qmdb_commit(db, h, e.b, roots[h - h0]);
+        if (rc)
+            break;
+    }
+    fio_uninstall();
+    for (uint64_t k = h0 + 1; k <= h; k++)
+        CHECK_MEM(roots[k - h0], wl_twin_root(&e.twin, k), 32);
+    free(roots);
+    CHECK(fio_triggered());
+    CHECK_OK(rc); /* the block is committed even though a segment could not be deleted */
+    CHECK_OK(qmdb_stat(db, &st1));
+    CHECK(st1.pruned_twigs > st0.pruned_twigs);
+    /* The handle stays usable. */
+    h++;
+    wl_block(seed, NKEYS, h, e.b, NULL);
+    CHECK_OK(qmdb_commit(db, h, e.b, NULL));
+    CHECK_OK(qmdb_close(db));
+    uint64_t got = env_verify(&e, h, h, "unlink failure while pruning");
+    printf("  %-52s recovered height %llu\n", "EIO deleting a pruned segment", (unsigned long long)got);
+    env_free(&e);
+}
+
+static void
+test_read_faults(void)
+{
+    printf("read faults:\n");
+    env e;
+    env_setup(&e, 30);
+    /* EIO while opening: a clean error, nothing leaked; the next open works. */
+    fio_rule r = rule(FIO_PREAD, ".entries.", 3, FIO_ERR, EIO);
+    fio_install(&r, false);
+    int rc;
+    qmdb_db *db = env_open(&e, 0, &rc);
+    CHECK(db == NULL);
+    CHECK_RC(rc, -EIO);
+    CHECK(strstr(qmdb_open_error(), ".entries") != NULL);
+    fio_uninstall();
+    r = rule(FIO_PREAD, "META", 1, FIO_ERR, EIO);
+    fio_install(&r, false);
+    db = env_open(&e, 0, &rc);
+    CHECK(db == NULL);
+    CHECK_RC(rc, -EIO);
+    CHECK(strstr(qmdb_open_error(), "META") != NULL);
+    fio_uninstall();
+    r = rule(FIO_OPEN, "ROOTS", 1, FIO_ERR, EACCES);
+    fio_install(&r, false);
+    db = env_open(&e, 0, &rc);
+    CHECK(db == NULL);
+    CHECK_RC(rc, -EACCES);
+    fio_uninstall();
+
+    /* EIO in a get: reported, but a read changes nothing, so the handle stays usable. */
+    db = env_open(&e, 0, &rc);
+    REQUIRE(db);
+    wl_model_advance(&e.model, qmdb_height(db));
+    uint32_t ki = 0;
+    while (!e.model.val[ki])
+        ki++;
+    unsigned char key[16], buf[4096];
+    size_t kl = wl_key(ki, key), vl;
+    r = rule(FIO_PREAD, ".entries.", 1, FIO_ERR, EIO);
+    fio_install(&r, false);
+    CHECK_RC(qmdb_get(db, key, kl, buf, sizeof(buf), &vl), -EIO);
+    CHECK(strstr(qmdb_last_error(db), ".entries") != NULL);
+    fio_uninstall();
+    CHECK_OK(qmdb_get(db, key, kl, buf, sizeof(buf), &vl));
+    CHECK(vl == e.model.vlen[ki] && memcmp(buf, e.model.val[ki], vl) == 0);
+    uint64_t h = qmdb_height(db) + 1;
+    wl_block(seed, NKEYS, h, e.b, NULL);
+    unsigned char root[32];
+    CHECK_OK(qmdb_commit(db, h, e.b, root));
+    CHECK_MEM(root, wl_twin_root(&e.twin, h), 32);
+    /* A ROOTS read error in qmdb_root of an old height is reported, not fatal. */
+    r = rule(FIO_PREAD, "ROOTS", 1, FIO_ERR, EIO);
+    fio_install(&r, false);
+    CHECK_RC(qmdb_root(db, 3, root), -EIO);
+    fio_uninstall();
+    CHECK_OK(qmdb_root(db, 3, root));
+    CHECK_MEM(root, wl_twin_root(&e.twin, 3), 32);
+    CHECK_OK(qmdb_close(db));
+    env_verify(&e, h, h, "after read faults");
+    printf("  open (entry log, META, ROOTS), get and root: errors reported, state intact\n");
+    env_free(&e);
+}
+
+/* A failed qmdb_prune (it writes metadata) makes the handle fatal too. */
+static void
+test_prune_call_fault(void)
+{
+    env e;
+    env_setup(&e, 30);
+    qmdb_db *db = env_open(&e, 0, NULL);
+    REQUIRE(db);
+    fio_rule r = rule(FIO_PWRITE, "META", 1, FIO_ERR, EIO);
+    fio_install(&r, false);
+    CHECK_RC(qmdb_prune(db), -EIO);
+    check_fatal(db, 31, &e);
+    fio_uninstall();
+    CHECK_OK(qmdb_close(db));
+    env_verify(&e, 30, 30, "qmdb_prune META failure");
+    printf("  %-52s fatal, recovered height 30\n", "EIO writing META in qmdb_prune");
+    env_free(&e);
+}
+
+int
+main(void)
+{
+    wl_tmpdir(base, sizeof(base), "fault");
+    wl_rmdir(base);
+    REQUIRE(mkdir(base, 0755) == 0);
+    test_commit_faults();
+    test_prune_fault();
+    test_read_faults();
+    test_prune_call_fault();
+    int rc = test_report("test_fault");
+    if (rc == 0) {
+        char dir[512];
+        for (int i = 1; i <= scenario_no; i++) {
+            snprintf(dir, sizeof(dir), "%s/db%d", base, i);
+            wl_rmdir(dir);
+            snprintf(dir, sizeof(dir), "%s/twin%d", base, i);
+            wl_rmdir(dir);
+        }
+        rmdir(base);
+    }
+    return rc;
+}

@@ -1,0 +1,89 @@
+#!/bin/sh
+# test_proof_cli.sh QMDB -- qmdb prove / qmdb verify end to end: inclusion, exclusion and
+# historical proofs verified against `qmdb root` output; wrong value, key, height, root or a
+# flipped proof byte must fail with exit code 4 and a reason.
+set -eu
+QMDB=$1
+T=$(mktemp -d "${TMPDIR:-/tmp}/qmdb-proof-cli-XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$QMDB" init "$T/db" --compact-thres 1 --utilization 1/1 >/dev/null
+cat > "$T/s1" <<'S'
+block 1
+put 6b31 7631      # k1 = v1
+put 6b32 7632
+put 6b33 7633
+commit
+block 2
+put 6b31 763131    # k1 = v11
+del 6b32
+commit
+block 3
+tx
+put 6b34 7634
+commit
+S
+"$QMDB" apply "$T/db" "$T/s1" >/dev/null
+ROOT=$("$QMDB" root "$T/db" | cut -d' ' -f2)
+ROOTLINE=$("$QMDB" root "$T/db" --height 3)
+
+# Inclusion (latest), hex key and --str forms.
+"$QMDB" prove "$T/db" 6b31 -o "$T/p1" >/dev/null
+[ "$("$QMDB" verify --root "$ROOT" --key 6b31 --value 763131 "$T/p1")" = valid ] || fail incl
+[ "$("$QMDB" verify --root "0x$ROOT" --key k1 --value v11 --str --height 3 "$T/p1")" = valid ] \
+    || fail incl-str
+[ "$("$QMDB" verify --root "$ROOTLINE" --key k1 --value v11 --str "$T/p1")" = valid ] \
+    || fail incl-rootline
+set +e
+"$QMDB" verify --root "$ROOT" --key 6b31 --value 7631 "$T/p1" > "$T/out"; rc=$?
+set -e
+[ $rc -eq 4 ] || fail "wrong value exit $rc"
+grep -q "invalid: entry holds a different value" "$T/out" || fail "reason: $(cat "$T/out")"
+set +e
+"$QMDB" verify --root "$ROOT" --key 6b31 --value 763131 --height 2 "$T/p1" >/dev/null; rc=$?
+[ $rc -eq 4 ] || fail "wrong height exit $rc"
+BADROOT=$(echo "$ROOT" | sed 's/^./0/;t;s/^/0/' )
+[ "$BADROOT" != "$ROOT" ] || BADROOT=$(echo "$ROOT" | sed 's/^./1/')
+"$QMDB" verify --root "$BADROOT" --key 6b31 --value 763131 "$T/p1" >/dev/null; rc=$?
+[ $rc -eq 4 ] || fail "wrong root exit $rc"
+"$QMDB" verify --root "$ROOT" --key 6b33 --value 763131 "$T/p1" >/dev/null; rc=$?
+[ $rc -eq 4 ] || fail "wrong key exit $rc"
+"$QMDB" verify --root "$ROOT" --key 6b31 --absent "$T/p1" >/dev/null; rc=$?
+[ $rc -eq 4 ] || fail "absent claim on inclusion exit $rc"
+set -e
+# Flip one byte in the middle of the proof.
+SIZE=$(wc -c < "$T/p1")
+cp "$T/p1" "$T/p1bad"
+printf '\377' | dd of="$T/p1bad" bs=1 seek=$((SIZE / 2)) conv=notrunc 2>/dev/null
+set +e
+"$QMDB" verify --root "$ROOT" --key 6b31 --value 763131 "$T/p1bad" >/dev/null; rc=$?
+set -e
+[ $rc -eq 4 ] || fail "flipped byte exit $rc"
+
+# Exclusion: deleted key and a never-written key (proof to stdout).
+"$QMDB" prove "$T/db" 6b32 -o "$T/p2" >/dev/null
+[ "$("$QMDB" verify --root "$ROOT" --key 6b32 --absent "$T/p2")" = valid ] || fail excl
+"$QMDB" prove "$T/db" nosuchkey --str > "$T/p3" 2>/dev/null
+[ "$("$QMDB" verify --root "$ROOT" --key nosuchkey --str --absent - < "$T/p3")" = valid ] \
+    || fail excl-stdin
+
+# Historical: k1 = v1 and k2 = v2 at height 1, k4 absent at height 2, checked at the latest root.
+"$QMDB" prove "$T/db" 6b31 --height 1 -o "$T/h1" >/dev/null
+[ "$("$QMDB" verify --root "$ROOT" --key 6b31 --value 7631 --height 1 "$T/h1")" = valid ] \
+    || fail hist1
+"$QMDB" prove "$T/db" 6b32 --height 1 -o "$T/h2" >/dev/null
+[ "$("$QMDB" verify --root "$ROOT" --key 6b32 --value 7632 --height 1 "$T/h2")" = valid ] \
+    || fail hist2
+"$QMDB" prove "$T/db" 6b34 --height 2 -o "$T/h3" >/dev/null
+[ "$("$QMDB" verify --root "$ROOT" --key 6b34 --absent --height 2 "$T/h3")" = valid ] \
+    || fail hist3
+set +e
+"$QMDB" verify --root "$ROOT" --key 6b31 --value 7631 "$T/h1" >/dev/null; rc=$?
+[ $rc -eq 4 ] || fail "historical proof without --height exit $rc"
+"$QMDB" prove "$T/db" 6b31 --height 9 -o "$T/h9" 2>/dev/null; rc=$?
+[ $rc -eq 1 ] || fail "height above latest exit $rc"
+"$QMDB" verify --root "$ROOT" --key 6b31 "$T/h1" 2>/dev/null; rc=$?
+[ $rc -eq 2 ] || fail "missing --value/--absent exit $rc"
+set -e
+echo "proof CLI: ok"
