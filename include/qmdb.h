@@ -208,6 +208,8 @@ typedef struct qmdb_stats {
     uint64_t entry_file_bytes;   /**< bytes of entry files (unpruned) */
     uint64_t twig_file_bytes;    /**< bytes of twig files (unpruned) */
     uint64_t compactions;        /**< compaction steps done since open */
+    uint64_t warm_hits;          /**< entry reads served from entries that qmdb_get fetched
+                                      for the next block (log reads saved), since open */
     uint64_t pruned_twigs;       /**< twigs pruned (all shards) */
     uint64_t compact_thres;
     uint32_t utilization_ratio, utilization_div;

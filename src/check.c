@@ -78,20 +78,26 @@ check_meta_slots(chk *c, const char *dir)
             blank = buf[off + i] == 0;
         if (blank)
             continue; /* never written (a new database has only slot 0) */
-        qm_meta m;
-        size_t nz = QM_META_LEN;
-        while (nz < n && buf[off + nz] == 0)
-            nz++;
-        if (nz < n)
-            report(c, "%s: metadata slot %u has a nonzero byte at offset %zu in its unused "
-                   "tail", path, k, off + nz);
-        if (qm_meta_decode(buf + off, n, &m) != 0)
-            report(c, "%s: metadata slot %u at offset %zu is invalid (bad CRC or fields): "
-                   "corruption, or a torn write by a crash during a commit",
-                   path, k, off);
-        else if ((m.seq & 1) != k)
-            report(c, "%s: metadata slot %u at offset %zu holds sequence %" PRIu64
-                   " (wrong slot)", path, k, off, m.seq);
+        /* Each slot holds two copies of the record (meta.h); the rest must be zero. */
+        for (size_t i = 0; i < n; i++) {
+            bool in_copy = i < QM_META_LEN || (i >= QM_META_COPY && i < QM_META_COPY + QM_META_LEN);
+            if (!in_copy && buf[off + i] != 0) {
+                report(c, "%s: metadata slot %u has a nonzero byte at offset %zu outside its "
+                       "records", path, k, off + i);
+                break;
+            }
+        }
+        for (unsigned copy = 0; copy < 2; copy++) {
+            size_t at = copy ? QM_META_COPY : 0;
+            qm_meta m;
+            if (n < at + QM_META_LEN || qm_meta_decode(buf + off + at, n - at, &m) != 0)
+                report(c, "%s: metadata slot %u, copy %u at offset %zu is invalid (bad CRC or "
+                       "fields): corruption, or a torn write by a crash during a commit",
+                       path, k, copy, off + at);
+            else if ((m.seq & 1) != k)
+                report(c, "%s: metadata slot %u, copy %u at offset %zu holds sequence %" PRIu64
+                       " (wrong slot)", path, k, copy, off + at, m.seq);
+        }
     }
 }
 

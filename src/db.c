@@ -32,6 +32,7 @@
 #include "hash.h"
 #include "io.h"
 #include "meta.h"
+#include "pool.h"
 #include "proof.h"
 #include "shard.h"
 
@@ -52,7 +53,73 @@ struct qmdb_db {
     qm_ebuf getbuf;
     u64 pruned_twigs;
     struct qm_proof_cache *proof_cache; /* proofs: history cache (proof.c), lazily built */
+    qm_pool *cpu_pool; /* apply + hash of independent shards (one worker per extra core) */
+    qm_pool *io_pool;  /* concurrent fsyncs: many files, one device flush */
+    u64 commit_height; /* block being applied (read by the shard jobs) */
 };
+
+/*
+ * Shards share nothing, so the commit runs them as parallel jobs. This is done only with
+ * the POSIX I/O implementation: a test's fault-injecting I/O layer then sees its calls in a
+ * deterministic order. QMDB_THREADS=0 in the environment forces sequential commits.
+ */
+static qm_pool *
+db_pool(qmdb_db *db, bool io)
+{
+    if (qm_io_get() != qm_io_posix())
+        return NULL;
+    return io ? db->io_pool : db->cpu_pool;
+}
+
+static int
+db_pools_new(qmdb_db *db)
+{
+    const char *env = getenv("QMDB_THREADS");
+    if (env && atoi(env) == 0)
+        return 0;
+    unsigned cpu = env ? (unsigned)QM_MIN(atoi(env), 15) : qm_pool_default_threads();
+    QM_RET(qm_pool_new(cpu, &db->cpu_pool));
+    return qm_pool_new(8, &db->io_pool);
+}
+
+static int
+job_shard_commit(void *arg, size_t i)
+{
+    qmdb_db *db = arg;
+    qm_shard *s = &db->shard[i];
+    int rc = qm_shard_apply(s, db->commit_height, db->cs.ops[i], db->cs.n[i]);
+    qm_warm_clear(&s->warm);
+    QM_RET(rc);
+    QM_RET(qm_shard_seal(s));
+    if (db->auto_prune)
+        qm_shard_plan_prune(s, db->commit_height);
+    return 0;
+}
+
+static int
+job_shard_open(void *arg, size_t i)
+{
+    qmdb_db *db = arg;
+    return qm_shard_open(&db->shard[i], (unsigned)i, db->dir, &db->par, &db->meta.shard[i],
+                         &db->err);
+}
+
+static int
+job_shard_sync(void *arg, size_t i)
+{
+    qm_meta *m = ((void **)arg)[1];
+    qmdb_db *db = ((void **)arg)[0];
+    if (i < QM_SHARD_COUNT)
+        return qm_shard_sync(&db->shard[i]);
+    /* The last job: the state root of this height goes to ROOTS, durably. */
+    int rc = qm_io_pwrite_full(db->roots_fd, m->state_root, 32, 32 * m->height);
+    if (!rc)
+        rc = qm_io_get()->fsync(db->roots_fd);
+    if (rc)
+        return qm_err_set(&db->err, rc, "%s/ROOTS: write of height %" PRIu64 " failed: %s",
+                          db->dir, m->height, qmdb_strerror(rc));
+    return 0;
+}
 
 static _Thread_local char open_error[512];
 
@@ -136,6 +203,8 @@ db_free(qmdb_db *db)
     qm_changeset_free(&db->cs);
     qm_ebuf_free(&db->getbuf);
     qm_proof_cache_free(db->proof_cache);
+    qm_pool_free(db->cpu_pool);
+    qm_pool_free(db->io_pool);
     free(db->dir);
     free(db);
 }
@@ -176,14 +245,9 @@ roots_open(qmdb_db *db, bool create)
 static int
 db_make_durable(qmdb_db *db, qm_meta *m)
 {
-    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
-        QM_RET(qm_shard_sync(&db->shard[s]));
-    int rc = qm_io_pwrite_full(db->roots_fd, m->state_root, 32, 32 * m->height);
-    if (!rc)
-        rc = qm_io_get()->fsync(db->roots_fd);
-    if (rc)
-        return qm_err_set(&db->err, rc, "%s/ROOTS: write of height %" PRIu64 " failed: %s",
-                          db->dir, m->height, qmdb_strerror(rc));
+    /* Steps (3) and (4) are independent of each other; both precede (5). */
+    void *args[2] = {db, m};
+    QM_RET(qm_pool_run(db_pool(db, true), QM_SHARD_COUNT + 1, job_shard_sync, args));
     QM_RET(qm_meta_store(db->dir, &db->meta_fd, m, &db->err));
     db->meta = *m;
     /* (6) The block is committed now. Failing to delete a pruned segment does not undo that
@@ -254,6 +318,7 @@ qmdb_create(const char *dir, const qmdb_options *opt)
     db->par.entry_seg = opt->entry_segment_bytes;
     db->par.twig_seg = opt->twig_segment_bytes;
     QM_TRY(db_lock(db));
+    QM_TRY(db_pools_new(db));
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
         QM_TRY(qm_shard_create(&db->shard[s], s, dir, &db->par, &db->err));
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
@@ -309,8 +374,8 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
                                                                   : db->meta.history_blocks;
     db->par.entry_seg = db->meta.entry_seg;
     db->par.twig_seg = db->meta.twig_seg;
-    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
-        QM_TRY(qm_shard_open(&db->shard[s], s, dir, &db->par, &db->meta.shard[s], &db->err));
+    QM_TRY(db_pools_new(db));
+    QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_open, db));
     u8 root[32];
     global_root(db->shard, root);
     if (memcmp(root, db->meta.state_root, 32) != 0) {
@@ -414,6 +479,10 @@ qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_
     int rc = qm_shard_get(s, kh, key, (u32)klen, &db->getbuf, &e, &pos);
     if (rc)
         return rc;
+    /* A read between blocks is usually the read of a read-modify-write: keep the entry so
+     * that applying the write in the next block does not read it from the log again. */
+    if (!db->par.rdonly)
+        qm_warm_put(&s->warm, pos, db->getbuf.p, e.stored_len);
     *vlen = e.vlen;
     if (cap < e.vlen)
         return QMDB_BUFFER_TOO_SMALL;
@@ -438,12 +507,8 @@ qmdb_commit(qmdb_db *db, uint64_t height, const qmdb_batch *b, uint8_t root_out[
     int rc = qm_changeset_build(&db->cs, b);
     if (rc)
         return rc;
-    for (unsigned s = 0; s < QM_SHARD_COUNT; s++) {
-        QM_TRY(qm_shard_apply(&db->shard[s], height, db->cs.ops[s], db->cs.n[s]));
-        QM_TRY(qm_shard_seal(&db->shard[s]));
-        if (db->auto_prune)
-            qm_shard_plan_prune(&db->shard[s], height);
-    }
+    db->commit_height = height;
+    QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_commit, db));
     qm_meta m;
     db_fill_meta(db, &m, height, db->meta.seq + 1);
     QM_TRY(db_make_durable(db, &m));
@@ -490,6 +555,7 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
         st->entry_file_bytes += qm_hpfile_disk_bytes(&s->entries);
         st->twig_file_bytes += qm_hpfile_disk_bytes(&s->twigs) + qm_hpfile_disk_bytes(&s->tmeta);
         st->compactions += s->compactions;
+        st->warm_hits += s->warm.hits;
     }
     st->live_entries = st->live_with_sentries - QM_SHARD_COUNT * QM_SENTRIES_PER_SHARD;
     st->ssd_bytes = st->entry_file_bytes + st->twig_file_bytes + 32 * (db->meta.height + 1) +

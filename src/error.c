@@ -5,6 +5,7 @@
  */
 #include "qm_internal.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -36,14 +37,22 @@ qmdb_version(void)
         QMDB_VERSION_PATCH);
 }
 
+/* Shards run in parallel during commit and open and share their handle's qm_err; the
+ * message is formatted privately and copied under this lock, so a report is never torn. */
+static pthread_mutex_t err_mu = PTHREAD_MUTEX_INITIALIZER;
+
 int
 qm_err_set(qm_err *e, int rc, const char *fmt, ...)
 {
     if (e) {
+        char buf[sizeof(e->msg)];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+        vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
+        pthread_mutex_lock(&err_mu);
+        memcpy(e->msg, buf, sizeof(buf));
+        pthread_mutex_unlock(&err_mu);
     }
     return rc;
 }

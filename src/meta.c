@@ -41,6 +41,24 @@ qm_meta_encode(const qm_meta *m, u8 *b)
         memcpy(p + 64, sm->root, 32);
     }
     qm_put_u32le(b + QM_META_LEN - 4, qm_crc32c(0, b, QM_META_LEN - 4));
+    /* Second copy in the same slot (see meta.h): a damaged byte in one copy loses nothing. */
+    memcpy(b + QM_META_COPY, b, QM_META_LEN);
+}
+
+/* Decodes one slot: the valid copy with the higher sequence number. (A torn write can leave
+ * one copy new and the other old; any valid record's data was durable before it was
+ * written, so the newer one is safe to use.) */
+static int
+meta_decode_slot(const u8 *b, size_t len, qm_meta *m)
+{
+    qm_meta c;
+    int rc = qm_meta_decode(b, len, m);
+    if (rc == QMDB_VERSION_MISMATCH || len < QM_META_COPY + QM_META_LEN ||
+        qm_meta_decode(b + QM_META_COPY, len - QM_META_COPY, &c) != 0)
+        return rc;
+    if (rc != 0 || c.seq > m->seq)
+        *m = c;
+    return 0;
 }
 
 int
@@ -106,10 +124,10 @@ qm_meta_load(const char *dir, qm_meta *m, qm_err *err)
     if (rc)
         return qm_err_set(err, rc, "cannot read %s: %s", path, qmdb_strerror(rc));
     qm_meta a, b;
-    int ra = got >= QM_META_SLOT ? qm_meta_decode(buf, QM_META_SLOT, &a) : QMDB_CORRUPT;
+    int ra = got >= QM_META_SLOT ? meta_decode_slot(buf, QM_META_SLOT, &a) : QMDB_CORRUPT;
     if (got < QM_META_SLOT && got >= QM_META_LEN)
-        ra = qm_meta_decode(buf, got, &a);
-    int rb = got >= 2 * QM_META_SLOT ? qm_meta_decode(buf + QM_META_SLOT, QM_META_SLOT, &b)
+        ra = meta_decode_slot(buf, got, &a);
+    int rb = got >= 2 * QM_META_SLOT ? meta_decode_slot(buf + QM_META_SLOT, QM_META_SLOT, &b)
                                      : QMDB_CORRUPT;
     if (ra == QMDB_VERSION_MISMATCH || rb == QMDB_VERSION_MISMATCH)
         return qm_err_set(err, QMDB_VERSION_MISMATCH, "%s: written by a newer qmdb", path);

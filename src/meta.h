@@ -25,6 +25,10 @@
  *          +48 8  first unpruned twig id
  *          +56 8  reserved (0)     +64 32 shard root
  *   1640   4    CRC-32C of bytes [0, 1640)
+ *   2048   1644 a second copy of bytes [0, 1644) (added for issue 5: a damaged byte in the
+ *                newest slot used to roll the database back one block; now the other copy is
+ *                used. A torn write that spoils both copies still falls back to the other
+ *                slot. Readers that ignore the copy read the same database.)
  * The rest of the slot is zero. File `ROOTS` holds the state root of every height h at offset
  * 32*h; it is fsynced before the slot that commits H records it (ROOTS size = 32*(H+1)).
  *
@@ -37,6 +41,7 @@
 
 #define QM_META_SLOT 4096u
 #define QM_META_LEN 1644u
+#define QM_META_COPY 2048u /* offset of the second copy inside a slot */
 
 typedef struct qm_shard_meta {
     u64 next_sn, sn_start, sn_start_pos, live;

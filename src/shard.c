@@ -98,6 +98,16 @@ qm_scan_get(qm_scan *sc, u64 pos, size_t need, const u8 **p)
 int
 qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
 {
+    u32 wlen;
+    const u8 *w = qm_warm_get(&s->warm, pos, &wlen);
+    if (w) { /* read by the client for this block already: no second log read */
+        QM_RET(ebuf_reserve(b, wlen));
+        memcpy(b->p, w, wlen);
+        if (qm_entry_decode(b->p, wlen, e) != 0)
+            return QM_CORRUPT(s->err, "shard %u: cached entry at offset %" PRIu64 " is malformed",
+                              s->id, pos);
+        return 0;
+    }
     QM_RET(ebuf_reserve(b, SHARD_READ_GUESS));
     size_t got;
     QM_RET(qm_hpfile_read_upto(&s->entries, pos, b->p, SHARD_READ_GUESS, &got));
@@ -304,6 +314,7 @@ qm_shard_close(qm_shard *s)
     qm_tree_free(&s->tree);
     qm_index_free(&s->index);
     qm_scan_free(&s->cursor);
+    qm_warm_free(&s->warm);
     for (unsigned i = 0; i < QM_ARRAY_LEN(s->rb); i++)
         qm_ebuf_free(&s->rb[i]);
     free(s->enc);

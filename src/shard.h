@@ -26,6 +26,7 @@
 #include "merkle.h"
 #include "meta.h"
 #include "qm_internal.h"
+#include "warm.h"
 
 typedef struct qm_params {
     u64 compact_thres;
@@ -76,6 +77,7 @@ typedef struct qm_shard {
     size_t enc_cap;
     qm_ebuf rb[4];      /* read buffers for entries under work */
     qm_scan cursor;     /* compaction cursor reader */
+    qm_warm warm;       /* entries fetched by client reads for the next block (warm.h) */
     u8 *twigrec;        /* 128 KiB scratch for twig records */
     FILE *trace;        /* optional append trace (debugging aid) */
 } qm_shard;

@@ -123,6 +123,17 @@ test_basic_and_bad_input(void)
     CHECK_OK(qmdb_root(db, 0, tmp));
     CHECK_MEM(tmp, r0, 32);
     CHECK_RC(qmdb_root(db, 4, tmp), QMDB_NOTFOUND);
+    /* Read-modify-write: the entry a get fetched is reused by the next block's update. */
+    qmdb_stats st0, st1;
+    CHECK_OK(qmdb_stat(db, &st0));
+    CHECK_OK(qmdb_get(db, "alice", 5, val, sizeof(val), &vlen));
+    qmdb_batch_reset(b);
+    CHECK_OK(qmdb_batch_put(b, "alice", 5, "2", 1));
+    CHECK_OK(qmdb_commit(db, 4, b, r2));
+    CHECK_OK(qmdb_stat(db, &st1));
+    CHECK(st1.warm_hits > st0.warm_hits);
+    CHECK_OK(qmdb_get(db, "alice", 5, val, sizeof(val), &vlen));
+    CHECK(vlen == 1 && val[0] == '2');
     free(v);
     free(out);
     qmdb_batch_free(b);
@@ -312,11 +323,21 @@ test_recovery_and_corruption(void)
     /* The metadata: a bad newest slot falls back to the previous height, whose files were
      * cut back... but here both slots are damaged, so open must refuse. */
     snprintf(f, sizeof(f), "%s/META", dir);
+    /* Each slot holds two copies of its record (at +0 and +2048, meta.h): one damaged copy
+     * per slot is survived, all four damaged is refused. */
     flip_byte(f, 30);
     flip_byte(f, 4096 + 30);
+    a = reopen(dir, NULL, QMDB_OPEN_RDONLY);
+    CHECK_OK(qmdb_root(a, UINT64_MAX, tmp));
+    CHECK_MEM(tmp, root, 32);
+    CHECK_OK(qmdb_close(a));
+    flip_byte(f, 2048 + 30);
+    flip_byte(f, 4096 + 2048 + 30);
     CHECK_RC(qmdb_open(dir, NULL, &bad), QMDB_CORRUPT);
     flip_byte(f, 30);
     flip_byte(f, 4096 + 30);
+    flip_byte(f, 2048 + 30);
+    flip_byte(f, 4096 + 2048 + 30);
     /* ROOTS damaged at the latest height: detected. */
     snprintf(f, sizeof(f), "%s/ROOTS", dir);
     flip_byte(f, 32 * (off_t)qmdb_height(ref) + 3);

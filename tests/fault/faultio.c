@@ -351,6 +351,12 @@ void
 fio_install(const fio_rule *r, bool undo_log)
 {
     posix = qm_io_posix();
+    /* Files may have been closed and their descriptor numbers reused while this layer was
+     * not installed: forget every remembered path (path_of asks /proc again). */
+    for (int fd = 0; fd < FIO_MAXFD; fd++) {
+        free(fd_path[fd]);
+        fd_path[fd] = NULL;
+    }
     have_rule = r != NULL;
     if (r)
         rule = *r;

@@ -134,10 +134,17 @@ test_meta(void)
     CHECK_EQ_U64(r.height, 42);
     unsigned char junk[100];
     memset(junk, 0xee, sizeof(junk));
+    /* One damaged copy of the newest slot: its second copy is used (meta.h). */
     CHECK(pwrite(fd, junk, sizeof(junk), QM_META_SLOT + 200) == (ssize_t)sizeof(junk));
+    CHECK_OK(qm_meta_load(dir, &r, &err));
+    CHECK_EQ_U64(r.height, 42);
+    /* Both copies damaged (a torn write): the older slot wins. */
+    CHECK(pwrite(fd, junk, sizeof(junk), QM_META_SLOT + QM_META_COPY + 200) ==
+          (ssize_t)sizeof(junk));
     CHECK_OK(qm_meta_load(dir, &r, &err));
     CHECK_EQ_U64(r.height, 41);
     CHECK(pwrite(fd, junk, sizeof(junk), 300) == (ssize_t)sizeof(junk));
+    CHECK(pwrite(fd, junk, sizeof(junk), QM_META_COPY + 300) == (ssize_t)sizeof(junk));
     CHECK_RC(qm_meta_load(dir, &r, &err), QMDB_CORRUPT);
     CHECK(strstr(err.msg, "META") != NULL);
     close(fd);

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * warm.c -- the warm-entry cache (see warm.h): an open-addressing table from log position to
+ * a copy of the entry in a bump arena.
+ */
+#include "warm.h"
+
+#include <stdlib.h>
+
+static size_t
+warm_slot(u64 pos, size_t cap)
+{
+    u64 h = (pos >> 3) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20) & (cap - 1);
+}
+
+void
+qm_warm_free(qm_warm *w)
+{
+    free(w->keys);
+    free(w->offs);
+    free(w->arena);
+    memset(w, 0, sizeof(*w));
+}
+
+void
+qm_warm_clear(qm_warm *w)
+{
+    if (w->n)
+        memset(w->keys, 0, w->cap * sizeof(u64));
+    w->n = 0;
+    w->alen = 0;
+}
+
+static int
+warm_grow(qm_warm *w)
+{
+    size_t cap = w->cap ? w->cap * 2 : 1024;
+    u64 *keys = calloc(cap, sizeof(u64)), *offs = malloc(cap * sizeof(u64));
+    if (!keys || !offs) {
+        free(keys);
+        free(offs);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < w->cap; i++) {
+        if (!w->keys[i])
+            continue;
+        size_t j = warm_slot(w->keys[i] - 1, cap);
+        while (keys[j])
+            j = (j + 1) & (cap - 1);
+        keys[j] = w->keys[i];
+        offs[j] = w->offs[i];
+    }
+    free(w->keys);
+    free(w->offs);
+    w->keys = keys;
+    w->offs = offs;
+    w->cap = cap;
+    return 0;
+}
+
+void
+qm_warm_put(qm_warm *w, u64 pos, const u8 *bytes, u32 len)
+{
+    if (len >= (1u << 24) || w->alen + len > QM_WARM_MAX_BYTES)
+        return;
+    if ((w->n + 1) * 2 > w->cap && warm_grow(w) != 0)
+        return;
+    size_t j = warm_slot(pos, w->cap);
+    while (w->keys[j]) {
+        if (w->keys[j] == pos + 1)
+            return; /* already cached: the bytes at a position never change */
+        j = (j + 1) & (w->cap - 1);
+    }
+    if (w->alen + len > w->acap) {
+        size_t acap = QM_MAX(w->alen + len, w->acap * 2 + 65536);
+        acap = QM_MIN(acap, (size_t)QM_WARM_MAX_BYTES);
+        u8 *a = realloc(w->arena, acap);
+        if (!a)
+            return;
+        w->arena = a;
+        w->acap = acap;
+    }
+    memcpy(w->arena + w->alen, bytes, len);
+    w->keys[j] = pos + 1;
+    w->offs[j] = ((u64)w->alen << 24) | len;
+    w->alen += len;
+    w->n++;
+}
+
+const u8 *
+qm_warm_get(qm_warm *w, u64 pos, u32 *len)
+{
+    if (w->n == 0)
+        return NULL;
+    size_t j = warm_slot(pos, w->cap);
+    while (w->keys[j]) {
+        if (w->keys[j] == pos + 1) {
+            *len = (u32)(w->offs[j] & 0xFFFFFF);
+            w->hits++;
+            return w->arena + (w->offs[j] >> 24);
+        }
+        j = (j + 1) & (w->cap - 1);
+    }
+    return NULL;
+}

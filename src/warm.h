@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * warm.h -- a shard's warm-entry cache: copies of entries that client reads fetched while the
+ * next block was being built (the read of a read-modify-write). The updater looks here
+ * before reading the log, so applying the write does not read the same entry again. Entries
+ * never change at a given log position, so a cached copy is always valid; the cache is
+ * emptied after each block and bounded in bytes.
+ *
+ * Thread: the client thread fills it between commits; the shard's updater reads and clears it
+ * during the commit. Never both at once (the handle is used by one caller at a time).
+ */
+#ifndef QM_WARM_H
+#define QM_WARM_H
+
+#include "qm_internal.h"
+
+#define QM_WARM_MAX_BYTES (32u << 20)
+
+typedef struct qm_warm {
+    u64 *keys;  /* position + 1; 0 = empty slot */
+    u64 *offs;  /* (arena offset << 24) | stored length */
+    size_t cap; /* slots, a power of two */
+    size_t n;
+    u8 *arena;
+    size_t alen, acap;
+    u64 hits;
+} qm_warm;
+
+QM_HIDDEN void qm_warm_free(qm_warm *w);
+/* Remembers the entry at pos (len bytes). Silently skips when full or out of memory. */
+QM_HIDDEN void qm_warm_put(qm_warm *w, u64 pos, const u8 *bytes, u32 len);
+/* Returns the cached bytes of the entry at pos (and its length), or NULL. */
+QM_HIDDEN const u8 *qm_warm_get(qm_warm *w, u64 pos, u32 *len);
+QM_HIDDEN void qm_warm_clear(qm_warm *w);
+
+#endif /* QM_WARM_H */
