@@ -5,7 +5,8 @@
  */
 #include "hash.h"
 
-static const u32 K256[64] = {
+/* The SHA-256 round constants, shared with the SHA-NI backend. */
+const u32 qm_sha256_k[64] __attribute__((aligned(16))) = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
     0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
     0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
@@ -41,7 +42,7 @@ qm_sha256_compress_portable(u32 state[8], const u8 *p, size_t nblocks)
         for (int i = 0; i < 64; i++) {
             u32 S1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
             u32 ch = (e & f) ^ (~e & g);
-            u32 t1 = h + S1 + ch + K256[i] + w[i];
+            u32 t1 = h + S1 + ch + qm_sha256_k[i] + w[i];
             u32 S0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
             u32 maj = (a & b) ^ (a & c) ^ (b & c);
             u32 t2 = S0 + maj;
