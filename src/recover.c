@@ -244,8 +244,18 @@ qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
     QM_RET(recover_scan(s, m));
     qm_tree_mark_all_dirty(&s->tree);
     QM_RET(qm_tree_commit(&s->tree));
-    if (memcmp(s->tree.root, m->root, 32) != 0)
-        return QM_CORRUPT(err, "shard %u: the root recomputed from the entry and twig files differs from the "
-                          "root in META", id);
+    if (memcmp(s->tree.root, m->root, 32) != 0) {
+        /* Full twigs were checked against their records (unless fast), so the damage is most
+         * likely in the youngest twig's entries: name that range of the log. */
+        u64 ypos = s->tree.twigs[s->tree.ntwigs - 1].first_pos;
+        if ((m->next_sn & QM_TWIG_MASK) == 0)
+            ypos = m->entry_size;
+        return QM_CORRUPT(err,
+                          "shard %u: the root recomputed from the entry and twig files differs "
+                          "from the root in META; suspect %s.%010" PRIu64 " from offset %" PRIu64
+                          " (log offsets %" PRIu64 "..%" PRIu64 ", the youngest twig)",
+                          id, s->entries.path_prefix, ypos / s->entries.seg_size,
+                          ypos % s->entries.seg_size, ypos, m->entry_size);
+    }
     return 0;
 }

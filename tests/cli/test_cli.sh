@@ -62,6 +62,16 @@ expect_eq "$("$Q" root "$d" --height 2)" "$(sed -n 2p "$V/example.expected")" "r
 "$Q" root "$d" --height 99 > /dev/null 2>&1; expect_rc $? 1 "root above latest"
 "$Q" stat "$d" | grep -q "^dram bytes per live entry: " && ok || bad "stat output"
 
+# check: passes on a healthy database, fails naming the file on a damaged one.
+cp -a "$T/v0" "$T/chk"
+"$Q" check "$T/chk" > "$T/out" 2>&1; expect_rc $? 0 "check healthy"
+f="$T/chk/s02.entries.0000000000"
+sz=$(stat -c %s "$f")
+printf '\x5a' | dd of="$f" bs=1 seek=$((sz - 30)) conv=notrunc 2> /dev/null
+"$Q" check "$T/chk" > "$T/out" 2>&1; rc=$?
+expect_rc $rc 3 "check damaged"
+grep -q "s02.entries" "$T/out" && ok || { bad "check does not name the damaged file"; cat "$T/out" >&2; }
+
 # Bad input: nothing of the rejected block is committed, line numbers are reported.
 "$Q" init "$T/b" > /dev/null
 printf 'block 1\nput 01 02\ncommit\n' | "$Q" apply "$T/b" - > /dev/null || bad "good block"
