@@ -50,6 +50,9 @@ typedef struct bench_cfg {
     uint32_t qmdb_util_ratio, qmdb_util_div;
 } bench_cfg;
 
+/* Parses "a,b,c" into engine names (bench_main.c); -1 with a message on stderr. */
+int bench_parse_engine_list(const char *list, char (*names)[32], int *n, const char *who);
+
 /* Latency summary in nanoseconds. */
 typedef struct lat_sum {
     uint64_t n, p50, p90, p99, p999, max, mean;

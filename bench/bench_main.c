@@ -139,32 +139,39 @@ static int parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
-static int parse_engines(bench_cfg *c, const char *list)
+/* Parses a comma-separated engine list into names[] (shared by the main run and `ycsb`):
+ * each name must be known, appear once, and fit BENCH_MAX_ENGINES. who prefixes errors. */
+int bench_parse_engine_list(const char *list, char (*names)[32], int *n, const char *who)
 {
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", list);
-    c->n_engines = 0;
+    *n = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         bench_engine e;
         int rc = engine_lookup(tok, &e);
         if (rc == -1) {
-            fprintf(stderr, "qmdb-bench: %s (choose qmdb, rocksdb, rocksdb-default, lmdb, mpt)\n",
+            fprintf(stderr, "%s: %s (choose qmdb, rocksdb, rocksdb-default, lmdb, mpt)\n", who,
                     e.err);
             return -1;
         }
-        if (c->n_engines == BENCH_MAX_ENGINES) {
-            fprintf(stderr, "qmdb-bench: too many engines\n");
+        if (*n == BENCH_MAX_ENGINES) {
+            fprintf(stderr, "%s: too many engines\n", who);
             return -1;
         }
-        for (int i = 0; i < c->n_engines; i++)
-            if (strcmp(c->engines[i], tok) == 0) {
-                fprintf(stderr, "qmdb-bench: engine %s given twice\n", tok);
+        for (int i = 0; i < *n; i++)
+            if (strcmp(names[i], tok) == 0) {
+                fprintf(stderr, "%s: engine %s given twice\n", who, tok);
                 return -1;
             }
-        snprintf(c->engines[c->n_engines++], sizeof(c->engines[0]), "%s", tok);
+        snprintf(names[(*n)++], 32, "%s", tok);
     }
-    return c->n_engines ? 0 : -1;
+    return *n ? 0 : -1;
+}
+
+static int parse_engines(bench_cfg *c, const char *list)
+{
+    return bench_parse_engine_list(list, c->engines, &c->n_engines, "qmdb-bench");
 }
 
 /* Digest of the randsrc file (created with getrandom if missing) folded into the seed. */

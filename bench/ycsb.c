@@ -742,19 +742,7 @@ static int write_json(const ycfg *c, const eng_res *er, int n, const char *start
 
 static int parse_engine_list(ycfg *c, const char *list)
 {
-    char buf[256];
-    snprintf(buf, sizeof(buf), "%s", list);
-    c->n_engines = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        bench_engine e;
-        if (engine_lookup(tok, &e) == -1 || c->n_engines == BENCH_MAX_ENGINES) {
-            fprintf(stderr, "qmdb-bench ycsb: %s\n", e.err[0] ? e.err : "too many engines");
-            return -1;
-        }
-        snprintf(c->engines[c->n_engines++], sizeof(c->engines[0]), "%s", tok);
-    }
-    return c->n_engines ? 0 : -1;
+    return bench_parse_engine_list(list, c->engines, &c->n_engines, "qmdb-bench ycsb");
 }
 
 enum { Y_ENGINE = 300, Y_DBDIR, Y_RUNS, Y_OUTPUT, Y_DUR, Y_OPB, Y_SEED, Y_MEMCAP, Y_KEEP, Y_NODROP,
