@@ -123,8 +123,6 @@ qm_hpfile_open(qm_hpfile *f, const char *dir, const char *prefix, u64 seg_size, 
         /* Delete uncommitted segments after the last one, and stale ones below the head. */
         char path[4096];
         u64 s = (size > head) ? last + 1 : size / seg_size;
-        if (size > head && size % seg_size == 0)
-            s = last + 1;
         for (;; s++) {
             seg_path(f, s, path, sizeof(path));
             if (io->unlink(path) != 0)
