@@ -99,6 +99,8 @@ typedef struct qmdb_options {
                                       ago. Default 100,000. Stored at create; may be changed
                                       at open with QMDB_OPEN_SET_HISTORY. */
     uint32_t flags;              /**< QMDB_OPEN_* flags */
+    uint32_t read_queue_depth;   /**< batched reads (prefetch, qmdb_get_many) kept in flight
+                                      with io_uring; default 64 */
 } qmdb_options;
 
 /** Open flag: skip hashing the entries of full twigs at open. By default open hashes every
@@ -112,6 +114,15 @@ typedef struct qmdb_options {
 #define QMDB_OPEN_SET_HISTORY 0x4u
 /** Open flag: open for reading only (no commits; no files are changed). */
 #define QMDB_OPEN_RDONLY 0x8u
+/** Open flag: sequential mode. Each block's prefetch, update, hashing and flush run to
+ *  completion inside qmdb_commit/qmdb_submit (for debugging and the pipeline ablation). By
+ *  default the hash and flush stages of block N run on a background thread while the
+ *  caller reads and builds block N+1 (docs/DESIGN.md, "Pipeline"). Roots are identical. */
+#define QMDB_OPEN_NO_PIPELINE 0x10u
+/** Open flag: batched reads (prefetch, qmdb_get_many) use O_DIRECT, bypassing the page cache
+ *  (for databases much larger than memory). By default they are buffered without
+ *  read-ahead. */
+#define QMDB_OPEN_DIRECT_IO 0x20u
 
 QMDB_API void qmdb_options_init(qmdb_options *opt);
 
@@ -160,6 +171,25 @@ QMDB_API int qmdb_shard_root(qmdb_db *db, unsigned shard, uint8_t out[QMDB_HASH_
 QMDB_API int qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap,
                       size_t *vlen);
 
+/** One read of qmdb_get_many. */
+typedef struct qmdb_read {
+    const void *key;   /**< in */
+    size_t klen;       /**< in */
+    void *buf;         /**< in: where the value goes (may be NULL when cap is 0) */
+    size_t cap;        /**< in */
+    size_t vlen;       /**< out: the value's length (when found) */
+    int rc;            /**< out: 0, QMDB_NOTFOUND, QMDB_BUFFER_TOO_SMALL or QMDB_INVALID */
+} qmdb_read;
+
+/**
+ * Reads many keys at once, as qmdb_get does one: the entries are fetched from the SSD in one
+ * batch (io_uring at the read queue depth, or a pool of pread threads where io_uring is not
+ * available or QMDB_NO_URING=1 is set). The entries stay cached for the next block, so a
+ * read-modify-write reads each entry once. Returns 0 when every read has its own rc, or a
+ * negative error (I/O, corruption) for the whole call.
+ */
+QMDB_API int qmdb_get_many(qmdb_db *db, qmdb_read *reads, size_t n);
+
 /* ---- Blocks ---------------------------------------------------------------------------- */
 
 /** Creates an empty batch: one block's worth of transactions. */
@@ -191,6 +221,21 @@ QMDB_API size_t qmdb_batch_txs(const qmdb_batch *b);
 QMDB_API int qmdb_commit(qmdb_db *db, uint64_t height, const qmdb_batch *b,
                          uint8_t root_out[QMDB_HASH_LEN]);
 
+/**
+ * Asynchronous commit: applies batch b as block `height` and returns once the block's update
+ * stage is done (the batch may then be reused). Hashing, the fsyncs and the metadata write
+ * continue in the background; at most two blocks are in flight, so this call first waits
+ * until block height-2 is durable. Reads (qmdb_get, qmdb_get_many) made after it returns see
+ * this block's writes, although the block is not durable yet; qmdb_height() and qmdb_root()
+ * report the latest durable block. Errors of a background stage make the handle fatal and
+ * are returned by the next qmdb_submit, qmdb_wait or qmdb_commit.
+ */
+QMDB_API int qmdb_submit(qmdb_db *db, uint64_t height, const qmdb_batch *b);
+
+/** Waits until block `height` (already submitted) is durable; writes its state root to
+ *  root_out (may be NULL). */
+QMDB_API int qmdb_wait(qmdb_db *db, uint64_t height, uint8_t root_out[QMDB_HASH_LEN]);
+
 /** Prunes now every twig that the history setting allows. Never changes a root. */
 QMDB_API int qmdb_prune(qmdb_db *db);
 
@@ -211,6 +256,11 @@ typedef struct qmdb_stats {
     uint64_t warm_hits;          /**< entry reads served from entries that qmdb_get fetched
                                       for the next block (log reads saved), since open */
     uint64_t pruned_twigs;       /**< twigs pruned (all shards) */
+    uint64_t batched_reads;      /**< entry reads issued by the prefetcher and qmdb_get_many */
+    uint64_t sha256_compressions; /**< SHA-256 compressions done by commits since open */
+    uint64_t blocks_committed;   /**< blocks committed since open */
+    uint32_t pipeline;           /**< 1 when the block pipeline is on */
+    uint32_t io_uring;           /**< 1 when batched reads use io_uring (0: pread pool) */
     uint64_t compact_thres;
     uint32_t utilization_ratio, utilization_div;
     uint64_t history_blocks;

@@ -8,18 +8,28 @@
  *                                                        to change state (apply, hash, sync,
  *                                                        metadata); FATAL answers QMDB_PANIC.
  *
- * Durability order of a commit (crash at any point recovers height H-1 or H exactly):
- *  (1) apply the block to every shard (entry-log appends go to write buffers, may spill);
- *  (2) hash: shard roots, global root;
- *  (3) fsync every shard's entry log, twig file and twig-meta file;
- *  (4) append the state root to ROOTS and fsync it;
- *  (5) write and fsync the metadata slot (the commit point);
- *  (6) delete segments that the new metadata marks as pruned.
+ * Stages of a block H (crash at any point recovers height H-1 or H exactly):
+ *  U  update (caller thread, writer lock held): (0) delete the segments that the durable
+ *     metadata marks as pruned; prefetch the entries the block reads (prefetch.c); (1) apply
+ *     the block to every shard (entry-log appends go to write buffers); write the buffers
+ *     out (no fsync) and note which segments need one.
+ *  H  hash (flusher thread, or inline): (2) shard roots, global root, metadata record.
+ *  F  flush (flusher thread, or inline): (3) fsync every shard's entry log, twig file and
+ *     twig-meta file; (4) append the state root to ROOTS and fsync it; (5) write and fsync
+ *     the metadata slot (the commit point).
+ * Pipeline: U of H+1 waits for H of H (the tree is shared) and for F of H-1 (at most two
+ * blocks in flight), so H and F of block H overlap the caller reading and building block H+1
+ * and the update of H+1. With QMDB_OPEN_NO_PIPELINE (or a test I/O layer, for deterministic
+ * fault injection) all stages run inline in qmdb_submit.
  *
- * Thread: one caller at a time per handle.
+ * Thread: writer functions (create, submit, wait, commit, prune, stat, prove, check, close)
+ * from one thread at a time; qmdb_get, qmdb_get_many, qmdb_height and qmdb_root from any
+ * thread. Readers hold `rw` shared; the update stage holds it exclusive. `mu` guards the
+ * pipeline counters, the job slot and meta.
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -33,7 +43,9 @@
 #include "io.h"
 #include "meta.h"
 #include "pool.h"
+#include "prefetch.h"
 #include "proof.h"
+#include "rio.h"
 #include "shard.h"
 
 enum db_state { DB_READY, DB_FATAL };
@@ -41,7 +53,7 @@ enum db_state { DB_READY, DB_FATAL };
 struct qmdb_db {
     char *dir;
     qm_params par;
-    qm_meta meta;      /* last committed metadata */
+    qm_meta meta;      /* last committed (durable) metadata; guarded by mu */
     int meta_fd;
     int roots_fd;
     int lock_fd;
@@ -50,12 +62,29 @@ struct qmdb_db {
     qm_err err;
     qm_shard shard[QM_SHARD_COUNT];
     qm_changeset cs;
-    qm_ebuf getbuf;
     u64 pruned_twigs;
     struct qm_proof_cache *proof_cache; /* proofs: history cache (proof.c), lazily built */
     qm_pool *cpu_pool; /* apply + hash of independent shards (one worker per extra core) */
     qm_pool *io_pool;  /* concurrent fsyncs: many files, one device flush */
     u64 commit_height; /* block being applied (read by the shard jobs) */
+    qm_rio *rio;       /* batched reads; NULL under a test I/O layer (synchronous reads) */
+    qm_reqs preq;      /* the update stage's prefetch requests */
+    pthread_rwlock_t rw;
+    /* Pipeline. */
+    bool pipeline;
+    bool flusher_on, stop;
+    pthread_t flusher;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    u64 submitted;     /* last block whose update stage finished */
+    u64 hashed;        /* last block whose hash stage finished */
+    bool job_ready;    /* a block waits for its hash and flush stages */
+    u64 job_height;    /* the block in the job slot */
+    qm_hp_ticket tickets[2][QM_SHARD_COUNT][3]; /* by height & 1: U of H+1 overlaps F of H */
+    qm_meta job_meta;  /* the hash stage's metadata record, for the flush stage */
+    int bg_rc;         /* first failure of a background stage (guarded by mu) */
+    u64 compressions;  /* SHA-256 compressions by commits (atomic) */
+    u64 blocks;        /* blocks committed since open (guarded by mu) */
 };
 
 /*
@@ -82,18 +111,48 @@ db_pools_new(qmdb_db *db)
     return qm_pool_new(8, &db->io_pool);
 }
 
+/* Writes shard i's buffers out and records what block h must fsync. */
 static int
-job_shard_commit(void *arg, size_t i)
+shard_tickets(qmdb_db *db, size_t i, u64 h)
+{
+    qm_shard *s = &db->shard[i];
+    qm_hp_ticket *t = db->tickets[h & 1][i];
+    QM_RET(qm_hpfile_sync_begin(&s->entries, &t[0]));
+    QM_RET(qm_hpfile_sync_begin(&s->twigs, &t[1]));
+    return qm_hpfile_sync_begin(&s->tmeta, &t[2]);
+}
+
+/* Update stage of one shard: apply, then write the buffers out and take the sync tickets. */
+static int
+job_shard_update(void *arg, size_t i)
 {
     qmdb_db *db = arg;
     qm_shard *s = &db->shard[i];
+    u64 c0 = qm_hash_compressions();
+    qm_hpfile_close_cold(&s->entries);
+    qm_hpfile_close_cold(&s->twigs);
     int rc = qm_shard_apply(s, db->commit_height, db->cs.ops[i], db->cs.n[i]);
+    pthread_mutex_lock(&s->warm_mu);
     qm_warm_clear(&s->warm);
-    QM_RET(rc);
-    QM_RET(qm_shard_seal(s));
-    if (db->auto_prune)
-        qm_shard_plan_prune(s, db->commit_height);
-    return 0;
+    pthread_mutex_unlock(&s->warm_mu);
+    if (!rc)
+        rc = shard_tickets(db, i, db->commit_height);
+    __atomic_fetch_add(&db->compressions, qm_hash_compressions() - c0, __ATOMIC_RELAXED);
+    return rc;
+}
+
+/* Hash stage of one shard. */
+static int
+job_shard_hash(void *arg, size_t i)
+{
+    qmdb_db *db = arg;
+    qm_shard *s = &db->shard[i];
+    u64 c0 = qm_hash_compressions();
+    int rc = qm_shard_seal(s);
+    if (!rc && db->auto_prune)
+        qm_shard_plan_prune(s, db->job_height);
+    __atomic_fetch_add(&db->compressions, qm_hash_compressions() - c0, __ATOMIC_RELAXED);
+    return rc;
 }
 
 static int
@@ -109,8 +168,13 @@ job_shard_sync(void *arg, size_t i)
 {
     qm_meta *m = ((void **)arg)[1];
     qmdb_db *db = ((void **)arg)[0];
-    if (i < QM_SHARD_COUNT)
-        return qm_shard_sync(&db->shard[i]);
+    if (i < QM_SHARD_COUNT) {
+        qm_shard *s = &db->shard[i];
+        const qm_hp_ticket *t = db->tickets[m->height & 1][i];
+        QM_RET(qm_hpfile_sync_finish(&s->entries, &t[0]));
+        QM_RET(qm_hpfile_sync_finish(&s->twigs, &t[1]));
+        return qm_hpfile_sync_finish(&s->tmeta, &t[2]);
+    }
     /* The last job: the state root of this height goes to ROOTS, durably. */
     int rc = qm_io_pwrite_full(db->roots_fd, m->state_root, 32, 32 * m->height);
     if (!rc)
@@ -120,6 +184,20 @@ job_shard_sync(void *arg, size_t i)
                           db->dir, m->height, qmdb_strerror(rc));
     return 0;
 }
+
+static bool
+db_fatal(qmdb_db *db)
+{
+    return __atomic_load_n(&db->state, __ATOMIC_ACQUIRE) == DB_FATAL;
+}
+
+static void
+db_set_fatal(qmdb_db *db)
+{
+    __atomic_store_n(&db->state, DB_FATAL, __ATOMIC_RELEASE);
+}
+
+static int db_pipeline_start(qmdb_db *db, const qmdb_options *opt);
 
 static _Thread_local char open_error[512];
 
@@ -201,10 +279,14 @@ db_free(qmdb_db *db)
     if (db->lock_fd >= 0)
         close(db->lock_fd);
     qm_changeset_free(&db->cs);
-    qm_ebuf_free(&db->getbuf);
+    qm_reqs_free(&db->preq);
+    qm_rio_free(db->rio);
     qm_proof_cache_free(db->proof_cache);
     qm_pool_free(db->cpu_pool);
     qm_pool_free(db->io_pool);
+    pthread_rwlock_destroy(&db->rw);
+    pthread_mutex_destroy(&db->mu);
+    pthread_cond_destroy(&db->cv);
     free(db->dir);
     free(db);
 }
@@ -218,6 +300,14 @@ db_alloc(const char *dir)
     db->dir = strdup(dir);
     db->meta_fd = db->roots_fd = db->lock_fd = -1;
     qm_changeset_init(&db->cs);
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    /* The update stage must not starve behind a stream of readers. */
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&db->rw, &ra);
+    pthread_rwlockattr_destroy(&ra);
+    pthread_mutex_init(&db->mu, NULL);
+    pthread_cond_init(&db->cv, NULL);
     if (!db->dir) {
         free(db);
         return NULL;
@@ -241,7 +331,8 @@ roots_open(qmdb_db *db, bool create)
     return 0;
 }
 
-/* Steps (3)-(6) of the commit order; m is the metadata to commit. */
+/* Stage F, steps (3)-(5): makes the block described by m durable (its tickets were taken by
+ * the update stage). Runs on the flusher thread, or inline. */
 static int
 db_make_durable(qmdb_db *db, qm_meta *m)
 {
@@ -249,15 +340,38 @@ db_make_durable(qmdb_db *db, qm_meta *m)
     void *args[2] = {db, m};
     QM_RET(qm_pool_run(db_pool(db, true), QM_SHARD_COUNT + 1, job_shard_sync, args));
     QM_RET(qm_meta_store(db->dir, &db->meta_fd, m, &db->err));
+    pthread_mutex_lock(&db->mu);
     db->meta = *m;
-    /* (6) The block is committed now. Failing to delete a pruned segment does not undo that
-     * and must not fail the commit: the segment lies below the durable head, nothing reads
-     * it, and the next open deletes it (hpfile.c). The message stays in db->err. */
+    pthread_cond_broadcast(&db->cv);
+    pthread_mutex_unlock(&db->mu);
+    return 0;
+}
+
+/* Step (0) of an update stage (writer lock held, or no readers): the block is committed now
+ * that its metadata is durable. Failing to delete a pruned segment does not undo that and
+ * must not fail the commit: the segment lies below the durable head, nothing reads it, and
+ * the next open deletes it (hpfile.c). The message stays in db->err. */
+static void
+db_apply_prunes(qmdb_db *db)
+{
+    u64 ft[QM_SHARD_COUNT];
+    pthread_mutex_lock(&db->mu);
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        ft[s] = db->meta.shard[s].first_twig;
+    pthread_mutex_unlock(&db->mu);
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++) {
         u64 before = db->shard[s].tree.first_twig;
-        (void)qm_shard_after_commit(&db->shard[s]);
+        (void)qm_shard_after_commit(&db->shard[s], ft[s]);
         db->pruned_twigs += db->shard[s].tree.first_twig - before;
     }
+}
+
+/* Writes every shard's buffers out and takes the tickets of block h (create, prune). */
+static int
+db_take_tickets(qmdb_db *db, u64 h)
+{
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        QM_RET(shard_tickets(db, s, h));
     return 0;
 }
 
@@ -326,6 +440,7 @@ qmdb_create(const char *dir, const qmdb_options *opt)
     QM_TRY(roots_open(db, true));
     qm_meta m;
     db_fill_meta(db, &m, 0, 0);
+    QM_TRY(db_take_tickets(db, 0));
     QM_TRY(db_make_durable(db, &m));
     QM_TRY(qm_io_fsync_dir(dir));
 out:
@@ -404,6 +519,8 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
         for (unsigned s = 0; s < QM_SHARD_COUNT && f; s++)
             db->shard[s].trace = s == 0 ? f : fdopen(dup(fileno(f)), "a");
     }
+    db->submitted = db->hashed = db->meta.height;
+    QM_TRY(db_pipeline_start(db, opt));
 out:
     if (rc) {
         snprintf(open_error, sizeof(open_error), "%s",
@@ -418,6 +535,16 @@ out:
 int
 qmdb_close(qmdb_db *db)
 {
+    if (!db)
+        return 0;
+    if (db->flusher_on) {
+        /* The flusher finishes the block in its slot before it stops. */
+        pthread_mutex_lock(&db->mu);
+        db->stop = true;
+        pthread_cond_broadcast(&db->cv);
+        pthread_mutex_unlock(&db->mu);
+        pthread_join(db->flusher, NULL);
+    }
     db_free(db);
     return 0;
 }
@@ -431,21 +558,27 @@ qmdb_last_error(qmdb_db *db)
 uint64_t
 qmdb_height(qmdb_db *db)
 {
-    return db->meta.height;
+    pthread_mutex_lock(&db->mu);
+    u64 h = db->meta.height;
+    pthread_mutex_unlock(&db->mu);
+    return h;
 }
 
 int
 qmdb_root(qmdb_db *db, uint64_t height, uint8_t out[32])
 {
-    if (db->state == DB_FATAL)
+    if (db_fatal(db))
         return QMDB_PANIC;
-    if (height == UINT64_MAX || height == db->meta.height) {
+    pthread_mutex_lock(&db->mu);
+    u64 top = db->meta.height;
+    if (height == UINT64_MAX || height == top)
         memcpy(out, db->meta.state_root, 32);
+    pthread_mutex_unlock(&db->mu);
+    if (height == UINT64_MAX || height == top)
         return 0;
-    }
-    if (height > db->meta.height)
+    if (height > top)
         return qm_err_set(&db->err, QMDB_NOTFOUND, "height %" PRIu64 " is above the latest (%" PRIu64 ")",
-                          height, db->meta.height);
+                          height, top);
     int rc = qm_io_pread_full(db->roots_fd, out, 32, 32 * height);
     if (rc)
         return qm_err_set(&db->err, rc, "%s/ROOTS: read at %" PRIu64 ": %s", db->dir,
@@ -456,18 +589,20 @@ qmdb_root(qmdb_db *db, uint64_t height, uint8_t out[32])
 int
 qmdb_shard_root(qmdb_db *db, unsigned shard, uint8_t out[32])
 {
-    if (db->state == DB_FATAL)
+    if (db_fatal(db))
         return QMDB_PANIC;
     if (shard >= QM_SHARD_COUNT)
         return QMDB_INVALID;
+    pthread_mutex_lock(&db->mu);
     memcpy(out, db->meta.shard[shard].root, 32);
+    pthread_mutex_unlock(&db->mu);
     return 0;
 }
 
 int
 qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_t *vlen)
 {
-    if (db->state == DB_FATAL)
+    if (db_fatal(db))
         return QMDB_PANIC;
     if (!key || klen == 0 || klen > QMDB_MAX_KEY_LEN || (cap > 0 && !buf) || !vlen)
         return QMDB_INVALID;
@@ -476,65 +611,227 @@ qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_
     qm_shard *s = &db->shard[qm_shard_of(kh)];
     qm_entry e;
     u64 pos;
-    int rc = qm_shard_get(s, kh, key, (u32)klen, &db->getbuf, &e, &pos);
-    if (rc)
-        return rc;
+    u8 stackbuf[512];
+    qm_ebuf eb = {stackbuf, sizeof(stackbuf), NULL};
+    pthread_rwlock_rdlock(&db->rw);
+    int rc = qm_shard_get(s, kh, key, (u32)klen, &eb, &e, &pos);
     /* A read between blocks is usually the read of a read-modify-write: keep the entry so
      * that applying the write in the next block does not read it from the log again. */
-    if (!db->par.rdonly)
-        qm_warm_put(&s->warm, pos, db->getbuf.p, e.stored_len);
-    *vlen = e.vlen;
-    if (cap < e.vlen)
-        return QMDB_BUFFER_TOO_SMALL;
-    memcpy(buf, e.value, e.vlen);
-    return 0;
+    if (!rc && !db->par.rdonly)
+        qm_shard_warm_put(s, pos, eb.p, e.stored_len);
+    pthread_rwlock_unlock(&db->rw);
+    if (!rc) {
+        *vlen = e.vlen;
+        if (cap < e.vlen)
+            rc = QMDB_BUFFER_TOO_SMALL;
+        else
+            memcpy(buf, e.value, e.vlen);
+    }
+    qm_ebuf_free(&eb);
+    return rc;
 }
 
 int
-qmdb_commit(qmdb_db *db, uint64_t height, const qmdb_batch *b, uint8_t root_out[32])
+qmdb_get_many(qmdb_db *db, qmdb_read *reads, size_t n)
 {
-    if (db->state == DB_FATAL)
+    if (db_fatal(db))
+        return QMDB_PANIC;
+    if (n > 0 && !reads)
+        return QMDB_INVALID;
+    pthread_rwlock_rdlock(&db->rw);
+    int rc = qm_get_many(db->shard, db->rio, reads, n);
+    pthread_rwlock_unlock(&db->rw);
+    return rc;
+}
+
+/* Stage U of block h (caller thread): prunes, prefetch, apply, buffers out. */
+static int
+db_update(qmdb_db *db, u64 h)
+{
+    int rc = 0;
+    pthread_rwlock_wrlock(&db->rw);
+    db_apply_prunes(db);
+    db->commit_height = h;
+    if (db->rio)
+        QM_TRY(qm_prefetch_block(db->shard, db->rio, &db->cs, &db->preq));
+    QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_update, db));
+out:
+    pthread_rwlock_unlock(&db->rw);
+    return rc;
+}
+
+/* Stages H and F of the block in the job slot (flusher thread, or inline). */
+static int
+db_hash_flush(qmdb_db *db)
+{
+    u64 h = db->job_height;
+    int rc = qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_hash, db);
+    if (!rc)
+        db_fill_meta(db, &db->job_meta, h, db->meta.seq + 1);
+    pthread_mutex_lock(&db->mu);
+    if (!rc)
+        db->hashed = h;
+    pthread_cond_broadcast(&db->cv);
+    pthread_mutex_unlock(&db->mu);
+    if (!rc)
+        rc = db_make_durable(db, &db->job_meta);
+    pthread_mutex_lock(&db->mu);
+    if (!rc)
+        db->blocks++;
+    else if (!db->bg_rc)
+        db->bg_rc = rc;
+    db->job_ready = false;
+    pthread_cond_broadcast(&db->cv);
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}
+
+static void *
+flusher_main(void *arg)
+{
+    qmdb_db *db = arg;
+    pthread_mutex_lock(&db->mu);
+    for (;;) {
+        while (!db->job_ready && !db->stop)
+            pthread_cond_wait(&db->cv, &db->mu);
+        if (!db->job_ready)
+            break;
+        pthread_mutex_unlock(&db->mu);
+        (void)db_hash_flush(db);
+        pthread_mutex_lock(&db->mu);
+    }
+    pthread_mutex_unlock(&db->mu);
+    return NULL;
+}
+
+static int
+db_pipeline_start(qmdb_db *db, const qmdb_options *opt)
+{
+    /* Batched reads need the real file descriptors; a test I/O layer gets synchronous ones. */
+    if (qm_io_get() == qm_io_posix()) {
+        unsigned qd = opt->read_queue_depth ? opt->read_queue_depth : 64;
+        QM_RET(qm_rio_new(qd, (opt->flags & QMDB_OPEN_DIRECT_IO) != 0, &db->rio));
+    }
+    const char *env = getenv("QMDB_PIPELINE");
+    db->pipeline = !db->par.rdonly && !(opt->flags & QMDB_OPEN_NO_PIPELINE) &&
+                   !(env && atoi(env) == 0) && qm_io_get() == qm_io_posix();
+    if (!db->pipeline)
+        return 0;
+    int e = pthread_create(&db->flusher, NULL, flusher_main, db);
+    if (e)
+        return qm_err_set(&db->err, -e, "cannot start the flusher thread: %s", strerror(e));
+    db->flusher_on = true;
+    return 0;
+}
+
+/* Waits until block h is durable (or a background stage failed). */
+static int
+db_wait_durable(qmdb_db *db, u64 h)
+{
+    pthread_mutex_lock(&db->mu);
+    while (db->meta.height < h && !db->bg_rc)
+        pthread_cond_wait(&db->cv, &db->mu);
+    int rc = db->meta.height >= h ? 0 : db->bg_rc;
+    pthread_mutex_unlock(&db->mu);
+    if (rc)
+        db_set_fatal(db);
+    return rc;
+}
+
+/* Waits until everything submitted is durable (writer functions that read the tree). */
+static int
+db_drain(qmdb_db *db)
+{
+    return db_wait_durable(db, db->submitted);
+}
+
+int
+qmdb_submit(qmdb_db *db, uint64_t height, const qmdb_batch *b)
+{
+    if (db_fatal(db))
         return QMDB_PANIC;
     if (db->par.rdonly)
         return qm_err_set(&db->err, QMDB_INVALID, "database was opened read-only");
-    if (height != db->meta.height + 1)
+    if (height != db->submitted + 1)
         return qm_err_set(&db->err, QMDB_BAD_HEIGHT,
-                          "block height %" PRIu64 " is not last committed height + 1 (%" PRIu64 ")",
-                          height, db->meta.height + 1);
+                          "block height %" PRIu64 " is not the last submitted height + 1 (%" PRIu64 ")",
+                          height, db->submitted + 1);
     if (!b)
         return QMDB_INVALID;
     /* Nothing has changed yet: a failure here leaves the handle usable. */
     int rc = qm_changeset_build(&db->cs, b);
     if (rc)
         return rc;
-    db->commit_height = height;
-    QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_commit, db));
-    qm_meta m;
-    db_fill_meta(db, &m, height, db->meta.seq + 1);
-    QM_TRY(db_make_durable(db, &m));
-    if (root_out)
-        memcpy(root_out, m.state_root, 32);
+    /* The previous block's hash stage shares the trees with this update stage. */
+    pthread_mutex_lock(&db->mu);
+    while (db->hashed < db->submitted && !db->bg_rc)
+        pthread_cond_wait(&db->cv, &db->mu);
+    rc = db->bg_rc;
+    pthread_mutex_unlock(&db->mu);
+    QM_TRY(rc);
+    QM_TRY(db_update(db, height));
+    /* Hand over once the flush stage of the block before is done (two blocks in flight). */
+    pthread_mutex_lock(&db->mu);
+    while (db->job_ready && !db->bg_rc)
+        pthread_cond_wait(&db->cv, &db->mu);
+    rc = db->bg_rc;
+    if (!rc) {
+        db->submitted = height;
+        db->job_height = height;
+        db->job_ready = true;
+        pthread_cond_broadcast(&db->cv);
+    }
+    pthread_mutex_unlock(&db->mu);
+    QM_TRY(rc);
+    if (!db->pipeline)
+        QM_TRY(db_hash_flush(db));
 out:
     if (rc)
-        db->state = DB_FATAL;
+        db_set_fatal(db);
     return rc;
+}
+
+int
+qmdb_wait(qmdb_db *db, uint64_t height, uint8_t root_out[32])
+{
+    if (height > db->submitted)
+        return qm_err_set(&db->err, QMDB_BAD_HEIGHT,
+                          "block %" PRIu64 " was not submitted (last: %" PRIu64 ")", height,
+                          db->submitted);
+    QM_RET(db_wait_durable(db, height));
+    return root_out ? qmdb_root(db, height, root_out) : 0;
+}
+
+int
+qmdb_commit(qmdb_db *db, uint64_t height, const qmdb_batch *b, uint8_t root_out[32])
+{
+    QM_RET(qmdb_submit(db, height, b));
+    return qmdb_wait(db, height, root_out);
 }
 
 int
 qmdb_prune(qmdb_db *db)
 {
-    if (db->state == DB_FATAL)
+    if (db_fatal(db))
         return QMDB_PANIC;
     if (db->par.rdonly)
         return QMDB_INVALID;
+    QM_RET(db_drain(db));
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
         qm_shard_plan_prune(&db->shard[s], db->meta.height);
     qm_meta m;
     db_fill_meta(db, &m, db->meta.height, db->meta.seq + 1);
     /* Same height and root: only the heads move. ROOTS is rewritten with the same bytes. */
-    int rc = db_make_durable(db, &m);
+    int rc = db_take_tickets(db, m.height);
+    if (!rc)
+        rc = db_make_durable(db, &m);
+    if (!rc) {
+        pthread_rwlock_wrlock(&db->rw);
+        db_apply_prunes(db);
+        pthread_rwlock_unlock(&db->rw);
+    }
     if (rc)
-        db->state = DB_FATAL;
+        db_set_fatal(db);
     return rc;
 }
 
@@ -542,8 +839,9 @@ int
 qmdb_stat(qmdb_db *db, qmdb_stats *st)
 {
     memset(st, 0, sizeof(*st));
-    if (db->state == DB_FATAL)
+    if (db_fatal(db))
         return QMDB_PANIC;
+    QM_RET(db_drain(db));
     st->height = db->meta.height;
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
         qm_shard *s = &db->shard[i];
@@ -555,8 +853,15 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
         st->entry_file_bytes += qm_hpfile_disk_bytes(&s->entries);
         st->twig_file_bytes += qm_hpfile_disk_bytes(&s->twigs) + qm_hpfile_disk_bytes(&s->tmeta);
         st->compactions += s->compactions;
+        pthread_mutex_lock(&s->warm_mu);
         st->warm_hits += s->warm.hits;
+        pthread_mutex_unlock(&s->warm_mu);
     }
+    st->batched_reads = db->rio ? qm_rio_reads(db->rio) : 0;
+    st->sha256_compressions = __atomic_load_n(&db->compressions, __ATOMIC_RELAXED);
+    st->blocks_committed = db->blocks;
+    st->pipeline = db->pipeline;
+    st->io_uring = db->rio && qm_rio_uring(db->rio);
     st->live_entries = st->live_with_sentries - QM_SHARD_COUNT * QM_SENTRIES_PER_SHARD;
     st->ssd_bytes = st->entry_file_bytes + st->twig_file_bytes + 32 * (db->meta.height + 1) +
                     2 * QM_META_SLOT;
@@ -573,8 +878,9 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
 int
 qm_db_proof_ctx(qmdb_db *db, qm_proof_ctx *ctx)
 {
-    if (db->state == DB_FATAL)
+    if (db_fatal(db))
         return QMDB_PANIC;
+    QM_RET(db_drain(db));
     ctx->shards = db->shard;
     ctx->height = db->meta.height;
     ctx->err = &db->err;
@@ -587,6 +893,7 @@ qm_db_proof_ctx(qmdb_db *db, qm_proof_ctx *ctx)
 void
 qm_db_check_view(qmdb_db *db, qm_check_view *v)
 {
+    (void)db_drain(db);
     v->dir = db->dir;
     v->shards = db->shard;
     v->meta = &db->meta;

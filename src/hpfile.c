@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hpfile.c -- head-prunable segmented append-only file (format and rules in hpfile.h).
- * Thread: the owning shard's writer.
+ * Thread: the owning shard's writer; readers and the flusher as hpfile.h allows.
  */
 #include "hpfile.h"
 
@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "io.h"
 
@@ -19,7 +20,7 @@ seg_path(const qm_hpfile *f, u64 seg, char *out, size_t cap)
 }
 
 static int
-seg_fd(qm_hpfile *f, u64 seg, bool create, int *fd_out)
+seg_fd_locked(qm_hpfile *f, u64 seg, bool create, int *fd_out)
 {
     if (seg >= f->nfds) {
         u64 n = QM_MAX(seg + 1, f->nfds * 2 + 4);
@@ -49,13 +50,75 @@ seg_fd(qm_hpfile *f, u64 seg, bool create, int *fd_out)
     return 0;
 }
 
+static int
+seg_fd(qm_hpfile *f, u64 seg, bool create, int *fd_out)
+{
+    pthread_mutex_lock(&f->mu);
+    int rc = seg_fd_locked(f, seg, create, fd_out);
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+/* Opens (once) the batched-read fd for segment seg: O_DIRECT when direct, else buffered with
+ * read-ahead off (random entry reads must not pull in 128 KiB each). Called with mu held. */
+static int
+seg_dfd_locked(qm_hpfile *f, u64 seg, bool direct, int *fd_out)
+{
+    if (seg >= f->ndfds) {
+        u64 n = QM_MAX(seg + 1, f->ndfds * 2 + 4);
+        int *fds = realloc(f->dfds, n * sizeof(int));
+        if (!fds)
+            return -ENOMEM;
+        for (u64 i = f->ndfds; i < n; i++)
+            fds[i] = -1;
+        f->dfds = fds;
+        f->ndfds = n;
+    }
+    if (f->dfds[seg] < 0) {
+        char path[4096];
+        seg_path(f, seg, path, sizeof(path));
+        int fd = open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+        if (fd < 0 && direct && errno == EINVAL) { /* no O_DIRECT here (tmpfs): buffered */
+            direct = false;
+            fd = open(path, O_RDONLY | O_CLOEXEC);
+        }
+        if (fd < 0)
+            return qm_err_set(f->err, -errno, "cannot open segment %s for batched reads: %s",
+                              path, strerror(errno));
+        if (!direct)
+            (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+        f->dfds[seg] = fd;
+    }
+    *fd_out = f->dfds[seg];
+    return 0;
+}
+
+int
+qm_hpfile_read_fd(qm_hpfile *f, u64 pos, bool direct, int *fd, u64 *off, u64 *seg_left)
+{
+    QM_ASSERT(pos < f->flushed && pos >= f->head);
+    u64 seg = pos / f->seg_size;
+    *off = pos % f->seg_size;
+    *seg_left = f->seg_size - *off;
+    pthread_mutex_lock(&f->mu);
+    int rc = seg_dfd_locked(f, seg, direct, fd);
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
 static void
 seg_close(qm_hpfile *f, u64 seg)
 {
+    pthread_mutex_lock(&f->mu);
     if (seg < f->nfds && f->fds[seg] >= 0) {
         qm_io_get()->close(f->fds[seg]);
         f->fds[seg] = -1;
     }
+    if (seg < f->ndfds && f->dfds[seg] >= 0) {
+        close(f->dfds[seg]);
+        f->dfds[seg] = -1;
+    }
+    pthread_mutex_unlock(&f->mu);
 }
 
 /* Writes [pos, pos+len) directly to segment files. */
@@ -83,6 +146,7 @@ qm_hpfile_open(qm_hpfile *f, const char *dir, const char *prefix, u64 seg_size, 
                u64 size, size_t buf_cap, bool create, bool rdonly, qm_err *err)
 {
     memset(f, 0, sizeof(*f));
+    pthread_mutex_init(&f->mu, NULL);
     f->err = err;
     f->seg_size = seg_size;
     f->head = head;
@@ -95,6 +159,7 @@ qm_hpfile_open(qm_hpfile *f, const char *dir, const char *prefix, u64 seg_size, 
     if (!f->path_prefix || (!rdonly && !f->buf)) {
         free(f->path_prefix);
         free(f->buf);
+        pthread_mutex_destroy(&f->mu);
         return -ENOMEM;
     }
     snprintf(f->path_prefix, plen, "%s/%s", dir, prefix);
@@ -143,11 +208,13 @@ out:
 int
 qm_hpfile_close(qm_hpfile *f)
 {
-    for (u64 i = 0; i < f->nfds; i++)
+    for (u64 i = 0; i < QM_MAX(f->nfds, f->ndfds); i++)
         seg_close(f, i);
     free(f->fds);
+    free(f->dfds);
     free(f->buf);
     free(f->path_prefix);
+    pthread_mutex_destroy(&f->mu);
     memset(f, 0, sizeof(*f));
     return 0;
 }
@@ -229,25 +296,33 @@ qm_hpfile_read(qm_hpfile *f, u64 pos, void *out, size_t len)
 }
 
 int
-qm_hpfile_sync(qm_hpfile *f)
+qm_hpfile_sync_begin(qm_hpfile *f, qm_hp_ticket *t)
 {
+    memset(t, 0, sizeof(*t));
     QM_RET(qm_hpfile_flush(f));
-    if (f->synced == f->flushed && !f->new_segment)
-        return 0;
-    u64 first = f->synced / f->seg_size;
-    u64 last = f->flushed ? (f->flushed - 1) / f->seg_size : 0;
-    for (u64 s = first; s <= last && f->flushed > f->synced; s++) {
+    if (f->flushed > f->synced) {
+        t->any = true;
+        t->first = f->synced / f->seg_size;
+        t->last = (f->flushed - 1) / f->seg_size;
+    }
+    t->dir = f->new_segment;
+    f->new_segment = false;
+    f->synced = f->flushed;
+    return 0;
+}
+
+int
+qm_hpfile_sync_finish(qm_hpfile *f, const qm_hp_ticket *t)
+{
+    for (u64 s = t->first; t->any && s <= t->last; s++) {
         int fd = -1;
         QM_RET(seg_fd(f, s, true, &fd));
         int rc = qm_io_get()->fsync(fd);
         if (rc)
             return qm_err_set(f->err, rc, "fsync of %s.%010" PRIu64 ": %s", f->path_prefix, s,
                               qmdb_strerror(rc));
-        /* Segments before the last are complete and never written again. */
-        if (s < last)
-            seg_close(f, s);
     }
-    if (f->new_segment) {
+    if (t->dir) {
         char dir[4096];
         snprintf(dir, sizeof(dir), "%s", f->path_prefix);
         char *slash = strrchr(dir, '/');
@@ -256,10 +331,31 @@ qm_hpfile_sync(qm_hpfile *f)
         int rc = qm_io_fsync_dir(dir);
         if (rc)
             return qm_err_set(f->err, rc, "fsync of directory %s: %s", dir, qmdb_strerror(rc));
-        f->new_segment = false;
     }
-    f->synced = f->flushed;
+    /* Segments before the ticket's last are complete and durable: later tickets start at or
+     * after its last segment, so the writer may close them. */
+    if (t->any && t->last > __atomic_load_n(&f->closable, __ATOMIC_RELAXED))
+        __atomic_store_n(&f->closable, t->last, __ATOMIC_RELEASE);
     return 0;
+}
+
+int
+qm_hpfile_sync(qm_hpfile *f)
+{
+    qm_hp_ticket t;
+    QM_RET(qm_hpfile_sync_begin(f, &t));
+    QM_RET(qm_hpfile_sync_finish(f, &t));
+    qm_hpfile_close_cold(f);
+    return 0;
+}
+
+void
+qm_hpfile_close_cold(qm_hpfile *f)
+{
+    u64 last = __atomic_load_n(&f->closable, __ATOMIC_ACQUIRE);
+    for (u64 s = QM_MAX(f->cold, f->head / f->seg_size); s < last; s++)
+        seg_close(f, s);
+    f->cold = QM_MAX(f->cold, last);
 }
 
 int

@@ -10,11 +10,16 @@
  * the metadata (meta.h), never in the files themselves: at open, the file is cut back to the
  * committed size (torn tails and uncommitted appends are dropped).
  *
- * Thread: owned by one shard's writer; reads of bytes below `flushed` may come from any
- * thread once the pipeline lands (they only pread).
+ * Thread: owned by one shard's writer (the block's update stage). Readers on other threads
+ * may call qm_hpfile_read* and qm_hpfile_read_fd while the writer is not appending (the
+ * database's reader lock guarantees that); the flusher thread calls qm_hpfile_sync_finish
+ * on a ticket from qm_hpfile_sync_begin. The segment fd tables are guarded by `mu`; fds are
+ * closed only by the writer (qm_hpfile_close_cold, prune) while readers are excluded.
  */
 #ifndef QM_HPFILE_H
 #define QM_HPFILE_H
+
+#include <pthread.h>
 
 #include "qm_internal.h"
 
@@ -25,8 +30,13 @@ typedef struct qm_hpfile {
     u64 size;    /* logical size including buffered bytes */
     u64 flushed; /* bytes written to segment files */
     u64 synced;  /* bytes known durable */
-    int *fds;    /* fd per segment number, -1 when not open */
+    int *fds;    /* fd per segment number, -1 when not open (guarded by mu) */
     u64 nfds;
+    int *dfds;   /* batched-read fd per segment (rio.h), -1 when not open (guarded by mu) */
+    u64 ndfds;
+    u64 cold;    /* segments below this one have had their fds closed */
+    u64 closable; /* segments below this one are complete and durable (atomic) */
+    pthread_mutex_t mu;
     bool new_segment; /* a segment file was created since the last sync */
     bool rdonly;
     u8 *buf;          /* holds logical bytes [flushed, size) */
@@ -55,6 +65,22 @@ QM_HIDDEN int qm_hpfile_flush(qm_hpfile *f);
 /* Flushes and fsyncs every segment touched since the last sync (and the directory if a
  * segment was created). */
 QM_HIDDEN int qm_hpfile_sync(qm_hpfile *f);
+/* The two halves of qm_hpfile_sync, for a pipeline: begin (writer thread) writes the buffer
+ * out and records which segments need an fsync; finish (any thread) performs the fsyncs. */
+typedef struct qm_hp_ticket {
+    u64 first, last; /* segments to fsync, if any */
+    bool any, dir;   /* dir: a segment was created, fsync the directory */
+} qm_hp_ticket;
+QM_HIDDEN int qm_hpfile_sync_begin(qm_hpfile *f, qm_hp_ticket *t);
+QM_HIDDEN int qm_hpfile_sync_finish(qm_hpfile *f, const qm_hp_ticket *t);
+/* Closes the fds of complete, durable segments (writer thread, readers excluded). */
+QM_HIDDEN void qm_hpfile_close_cold(qm_hpfile *f);
+
+/* For batched reads: the read-only fd (O_DIRECT when direct, else buffered, no read-ahead) and in-segment offset of logical
+ * byte pos, and the bytes from pos to the end of that segment. pos must be below `flushed`. */
+QM_HIDDEN int qm_hpfile_read_fd(qm_hpfile *f, u64 pos, bool direct, int *fd, u64 *off,
+                                u64 *seg_left);
+
 /* Raises the head to new_head and deletes segments wholly below it. Call only after the
  * metadata recording new_head is durable. */
 QM_HIDDEN int qm_hpfile_prune_head(qm_hpfile *f, u64 new_head);

@@ -213,6 +213,7 @@ qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
               const qm_shard_meta *m, qm_err *err)
 {
     memset(s, 0, sizeof(*s));
+    qm_shard_init_common(s);
     s->id = id;
     s->par = par;
     s->err = err;

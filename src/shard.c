@@ -30,8 +30,8 @@
 void
 qm_ebuf_free(qm_ebuf *b)
 {
-    free(b->p);
-    b->p = NULL;
+    free(b->own);
+    b->p = b->own = NULL;
     b->cap = 0;
 }
 
@@ -41,12 +41,56 @@ ebuf_reserve(qm_ebuf *b, size_t n)
     if (n <= b->cap)
         return 0;
     size_t cap = QM_MAX(n, (size_t)SHARD_READ_GUESS);
-    u8 *p = realloc(b->p, cap);
+    u8 *p = realloc(b->own, cap);
     if (!p)
         return -ENOMEM;
-    b->p = p;
+    b->p = b->own = p;
     b->cap = cap;
     return 0;
+}
+
+void
+qm_shard_init_common(qm_shard *s)
+{
+    pthread_mutex_init(&s->warm_mu, NULL);
+}
+
+void
+qm_shard_warm_put(qm_shard *s, u64 pos, const u8 *bytes, u32 len)
+{
+    pthread_mutex_lock(&s->warm_mu);
+    qm_warm_put(&s->warm, pos, bytes, len);
+    pthread_mutex_unlock(&s->warm_mu);
+}
+
+bool
+qm_shard_warm_has(qm_shard *s, u64 pos)
+{
+    u32 len;
+    pthread_mutex_lock(&s->warm_mu);
+    bool has = qm_warm_peek(&s->warm, pos, &len) != NULL;
+    pthread_mutex_unlock(&s->warm_mu);
+    return has;
+}
+
+size_t
+qm_shard_op_positions(const qm_shard *s, const u8 kh[32], bool del, u64 *out, size_t cap)
+{
+    size_t n = QM_MIN(qm_index_find(&s->index, kh, out, cap), cap);
+    /* No record with the key's prefix: the op is a create (if a put), so the predecessor is
+     * read; a delete reads it too. */
+    if (n == 0 || del) {
+        u64 pc[16];
+        size_t m = QM_MIN(qm_index_pred_candidates(&s->index, kh, pc, 16), (size_t)16);
+        for (size_t i = 0; i < m && n < cap; i++) {
+            bool dup = false;
+            for (size_t j = 0; j < n && !dup; j++)
+                dup = out[j] == pc[i];
+            if (!dup)
+                out[n++] = pc[i];
+        }
+    }
+    return n;
 }
 
 int
@@ -98,11 +142,18 @@ qm_scan_get(qm_scan *sc, u64 pos, size_t need, const u8 **p)
 int
 qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
 {
-    u32 wlen;
+    u32 wlen = 0;
+    pthread_mutex_lock(&s->warm_mu);
     const u8 *w = qm_warm_get(&s->warm, pos, &wlen);
-    if (w) { /* read by the client for this block already: no second log read */
-        QM_RET(ebuf_reserve(b, wlen));
-        memcpy(b->p, w, wlen);
+    int rc = 0;
+    if (w) {
+        rc = ebuf_reserve(b, wlen);
+        if (!rc)
+            memcpy(b->p, w, wlen);
+    }
+    pthread_mutex_unlock(&s->warm_mu);
+    QM_RET(rc);
+    if (w) { /* read by the client or the prefetcher for this block: no second log read */
         if (qm_entry_decode(b->p, wlen, e) != 0)
             return QM_CORRUPT(s->err, "shard %u: cached entry at offset %" PRIu64 " is malformed",
                               s->id, pos);
@@ -268,6 +319,7 @@ int
 qm_shard_create(qm_shard *s, unsigned id, const char *dir, const qm_params *par, qm_err *err)
 {
     memset(s, 0, sizeof(*s));
+    qm_shard_init_common(s);
     s->id = id;
     s->par = par;
     s->err = err;
@@ -317,6 +369,7 @@ qm_shard_close(qm_shard *s)
     qm_index_free(&s->index);
     qm_scan_free(&s->cursor);
     qm_warm_free(&s->warm);
+    pthread_mutex_destroy(&s->warm_mu);
     for (unsigned i = 0; i < QM_ARRAY_LEN(s->rb); i++)
         qm_ebuf_free(&s->rb[i]);
     free(s->enc);
@@ -495,9 +548,8 @@ qm_shard_meta_fill(const qm_shard *s, qm_shard_meta *m)
 }
 
 int
-qm_shard_after_commit(qm_shard *s)
+qm_shard_after_commit(qm_shard *s, u64 ft)
 {
-    u64 ft = s->pending_first_twig;
     if (ft <= s->tree.first_twig)
         return 0;
     u64 head = shard_twig_start(s, ft);

@@ -13,11 +13,14 @@
  *   sXX.twig.NNNNNNNNNN     twig-file segments (twigfile.h)
  *   sXX.tmeta.NNNNNNNNNN    twig-meta records (twigfile.h)
  *
- * Thread: one writer per shard.
+ * Thread: one writer per shard (the update stage); qm_shard_get and qm_shard_read_entry also
+ * from reader threads while the writer is excluded (db.c's reader lock); seal, meta_fill
+ * and plan_prune on the pipeline's hash stage.
  */
 #ifndef QM_SHARD_H
 #define QM_SHARD_H
 
+#include <pthread.h>
 #include <stdio.h>
 
 #include "entry.h"
@@ -37,10 +40,12 @@ typedef struct qm_params {
     bool rdonly;
 } qm_params;
 
-/* A growable byte buffer holding one entry read from the log. */
+/* A growable byte buffer holding one entry read from the log. p may start as caller storage
+ * (a stack array, own == NULL); growing moves it to the heap (own). */
 typedef struct qm_ebuf {
     u8 *p;
     size_t cap;
+    u8 *own;
 } qm_ebuf;
 
 /* Sequential reader over an hpfile (recovery scans and the compaction cursor). */
@@ -78,6 +83,7 @@ typedef struct qm_shard {
     qm_ebuf rb[4];      /* read buffers for entries under work */
     qm_scan cursor;     /* compaction cursor reader */
     qm_warm warm;       /* entries fetched by client reads for the next block (warm.h) */
+    pthread_mutex_t warm_mu; /* guards warm: concurrent readers fill it */
     u8 *twigrec;        /* 128 KiB scratch for twig records */
     FILE *trace;        /* optional append trace (debugging aid) */
 } qm_shard;
@@ -100,8 +106,21 @@ QM_HIDDEN void qm_shard_plan_prune(qm_shard *s, u64 height);
 QM_HIDDEN int qm_shard_sync(qm_shard *s);
 /* Fills the shard's metadata record. */
 QM_HIDDEN void qm_shard_meta_fill(const qm_shard *s, qm_shard_meta *m);
-/* After the metadata is durable: deletes the pruned segments. */
-QM_HIDDEN int qm_shard_after_commit(qm_shard *s);
+/* After metadata with first_twig ft is durable: frees those twigs, deletes the pruned
+ * segments. */
+QM_HIDDEN int qm_shard_after_commit(qm_shard *s, u64 ft);
+
+/* Prefetch support: the log positions an operation on kh may read (its index candidates, and
+ * for deletes or likely creates also the predecessor candidates). Writes up to cap, returns
+ * the count written. */
+QM_HIDDEN size_t qm_shard_op_positions(const qm_shard *s, const u8 kh[32], bool del, u64 *out,
+                                       size_t cap);
+/* Caches an entry read for this block (thread-safe). */
+QM_HIDDEN void qm_shard_warm_put(qm_shard *s, u64 pos, const u8 *bytes, u32 len);
+/* True when the entry at pos is cached (thread-safe). */
+QM_HIDDEN bool qm_shard_warm_has(qm_shard *s, u64 pos);
+/* Per-shard setup shared by create and open. */
+QM_HIDDEN void qm_shard_init_common(qm_shard *s);
 
 /* Looks up the live entry of key. Returns 0 with *e decoded into buf, or QMDB_NOTFOUND. */
 QM_HIDDEN int qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf,

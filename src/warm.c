@@ -89,7 +89,7 @@ qm_warm_put(qm_warm *w, u64 pos, const u8 *bytes, u32 len)
 }
 
 const u8 *
-qm_warm_get(qm_warm *w, u64 pos, u32 *len)
+qm_warm_peek(const qm_warm *w, u64 pos, u32 *len)
 {
     if (w->n == 0)
         return NULL;
@@ -97,10 +97,18 @@ qm_warm_get(qm_warm *w, u64 pos, u32 *len)
     while (w->keys[j]) {
         if (w->keys[j] == pos + 1) {
             *len = (u32)(w->offs[j] & 0xFFFFFF);
-            w->hits++;
             return w->arena + (w->offs[j] >> 24);
         }
         j = (j + 1) & (w->cap - 1);
     }
     return NULL;
+}
+
+const u8 *
+qm_warm_get(qm_warm *w, u64 pos, u32 *len)
+{
+    const u8 *p = qm_warm_peek(w, pos, len);
+    if (p)
+        w->hits++;
+    return p;
 }

@@ -6,8 +6,8 @@
  * never change at a given log position, so a cached copy is always valid; the cache is
  * emptied after each block and bounded in bytes.
  *
- * Thread: the client thread fills it between commits; the shard's updater reads and clears it
- * during the commit. Never both at once (the handle is used by one caller at a time).
+ * Thread: not synchronised itself; the shard guards it with warm_mu (client reads and the
+ * prefetcher fill it, the shard's updater reads it and clears it after the block).
  */
 #ifndef QM_WARM_H
 #define QM_WARM_H
@@ -31,6 +31,8 @@ QM_HIDDEN void qm_warm_free(qm_warm *w);
 QM_HIDDEN void qm_warm_put(qm_warm *w, u64 pos, const u8 *bytes, u32 len);
 /* Returns the cached bytes of the entry at pos (and its length), or NULL. */
 QM_HIDDEN const u8 *qm_warm_get(qm_warm *w, u64 pos, u32 *len);
+/* As qm_warm_get, without counting a hit. */
+QM_HIDDEN const u8 *qm_warm_peek(const qm_warm *w, u64 pos, u32 *len);
 QM_HIDDEN void qm_warm_clear(qm_warm *w);
 
 #endif /* QM_WARM_H */

@@ -174,18 +174,31 @@ child_run(int wfd, int phase_idx)
     qmdb_batch *b;
     if (qmdb_batch_new(&b))
         _exit(3);
+    /* Blocks are submitted asynchronously (with the pipeline on, i.e. without an I/O layer,
+     * block h's hash and flush run while h+1 is built and updated) and reported once
+     * qmdb_wait says they are durable: the report of h-1 follows the submit of h. */
     uint64_t h0 = qmdb_height(db);
-    for (uint64_t h = h0 + 1; h <= h0 + CHILD_BLOCKS; h++) {
-        wl_block(seed, NKEYS, h, b, NULL);
+    for (uint64_t h = h0 + 1; h <= h0 + CHILD_BLOCKS + 1; h++) {
+        if (h <= h0 + CHILD_BLOCKS) {
+            wl_block(seed, NKEYS, h, b, NULL);
+            rc = qmdb_submit(db, h, b);
+            if (rc) {
+                fprintf(stderr, "child: submit %llu: %s: %s\n", (unsigned long long)h,
+                        qmdb_strerror(rc), qmdb_last_error(db));
+                _exit(4);
+            }
+        }
+        if (h == h0 + 1)
+            continue;
         unsigned char root[32];
-        rc = qmdb_commit(db, h, b, root);
+        rc = qmdb_wait(db, h - 1, root);
         if (rc) {
-            fprintf(stderr, "child: commit %llu: %s: %s\n", (unsigned long long)h,
+            fprintf(stderr, "child: wait %llu: %s: %s\n", (unsigned long long)(h - 1),
                     qmdb_strerror(rc), qmdb_last_error(db));
             _exit(4);
         }
         char line[128];
-        int n = snprintf(line, sizeof(line), "%llu ", (unsigned long long)h);
+        int n = snprintf(line, sizeof(line), "%llu ", (unsigned long long)(h - 1));
         for (int i = 0; i < 32; i++)
             n += snprintf(line + n, sizeof(line) - (size_t)n, "%02x", root[i]);
         line[n++] = '\n';

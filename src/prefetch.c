@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * prefetch.c -- the prefetch stage and batched client reads.
+ *
+ * Both ask the indexers for the log positions a set of keys may need (a key's candidates;
+ * for deletes and likely creates the predecessor's candidates too), drop those already in the
+ * shards' warm caches or not yet written to the files, and read the rest in one batch through
+ * rio (io_uring at queue depth, or the pread pool). Every entry read lands in its shard's
+ * warm cache, so the update stage or the lookups that follow find it in DRAM: one SSD read
+ * per state access, issued many at a time.
+ *
+ * Thread: qm_prefetch_block runs on the committing thread in the update stage (writer lock
+ * held); qm_get_many on any reader thread (reader lock held by the caller).
+ */
+#include "prefetch.h"
+
+#include <stdlib.h>
+
+#include "hash.h"
+
+/* Bytes read per entry: covers typical entries (53 bytes + key + value); longer ones are
+ * read again synchronously when used. */
+#define PF_READ_LEN 512u
+#define PF_CAND_MAX 32u
+
+int
+qm_reqs_reserve(qm_reqs *q, size_t n)
+{
+    if (q->n + n <= q->cap)
+        return 0;
+    size_t cap = QM_MAX(q->n + n, q->cap * 2 + 256);
+    qm_rreq *r = realloc(q->r, cap * sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    q->r = r;
+    q->cap = cap;
+    return 0;
+}
+
+void
+qm_reqs_free(qm_reqs *q)
+{
+    free(q->r);
+    memset(q, 0, sizeof(*q));
+}
+
+/* Queues reads for the positions an operation on kh needs in shard s. */
+static int
+pf_add(qm_reqs *q, qm_shard *s, bool direct, const u8 kh[32], bool del)
+{
+    u64 pos[PF_CAND_MAX];
+    size_t n = qm_shard_op_positions(s, kh, del, pos, PF_CAND_MAX);
+    QM_RET(qm_reqs_reserve(q, n));
+    for (size_t i = 0; i < n; i++) {
+        qm_hpfile *f = &s->entries;
+        if (pos[i] < f->head || pos[i] + QM_ENTRY_FIXED >= f->flushed || qm_shard_warm_has(s, pos[i]))
+            continue;
+        qm_rreq *r = &q->r[q->n];
+        u64 left;
+        QM_RET(qm_hpfile_read_fd(f, pos[i], direct, &r->fd, &r->off, &left));
+        r->shard = s->id;
+        r->tag = pos[i];
+        r->len = (u32)QM_MIN((u64)PF_READ_LEN, QM_MIN(left, f->flushed - pos[i]));
+        q->n++;
+    }
+    return 0;
+}
+
+/* rio completion: a whole entry goes to its shard's warm cache. */
+static void
+pf_done(void *arg, const qm_rreq *r, const u8 *data, size_t got, int rc)
+{
+    qm_shard *shards = arg;
+    if (rc < 0 || got < QM_ENTRY_FIXED + 3)
+        return; /* the synchronous read later reports any real error */
+    u32 len = qm_entry_len_from_header(data);
+    if (len <= got)
+        qm_shard_warm_put(&shards[r->shard], r->tag, data, len);
+}
+
+int
+qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_reqs *q)
+{
+    q->n = 0;
+    bool direct = qm_rio_direct(rio);
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        for (size_t i = 0; i < cs->n[s]; i++)
+            QM_RET(pf_add(q, &shards[s], direct, cs->ops[s][i].kh, cs->ops[s][i].vlen == 0));
+    return qm_rio_run(rio, q->r, q->n, pf_done, shards);
+}
+
+/* Orders reads by shard (rio's requirement for its pread pool), then by offset. */
+static int
+req_cmp(const void *a, const void *b)
+{
+    const qm_rreq *x = a, *y = b;
+    if (x->shard != y->shard)
+        return x->shard < y->shard ? -1 : 1;
+    if (x->fd != y->fd)
+        return x->fd < y->fd ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+int
+qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n)
+{
+    u8(*kh)[32] = malloc(n * 32 + 1);
+    qm_reqs q = {0};
+    int rc = 0;
+    if (!kh)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (!rd[i].key || rd[i].klen == 0 || rd[i].klen > QMDB_MAX_KEY_LEN ||
+            (rd[i].cap > 0 && !rd[i].buf)) {
+            rd[i].rc = QMDB_INVALID;
+            continue;
+        }
+        rd[i].rc = 0;
+        qm_sha256(rd[i].key, rd[i].klen, kh[i]);
+        if (rio)
+            QM_TRY(pf_add(&q, &shards[qm_shard_of(kh[i])], qm_rio_direct(rio), kh[i], false));
+    }
+    if (rio && q.n) {
+        qsort(q.r, q.n, sizeof(*q.r), req_cmp);
+        QM_TRY(qm_rio_run(rio, q.r, q.n, pf_done, shards));
+    }
+    u8 stackbuf[512];
+    qm_ebuf b = {stackbuf, sizeof(stackbuf), NULL};
+    for (size_t i = 0; i < n; i++) {
+        if (rd[i].rc)
+            continue;
+        qm_shard *s = &shards[qm_shard_of(kh[i])];
+        qm_entry e;
+        u64 pos;
+        int r = qm_shard_get(s, kh[i], rd[i].key, (u32)rd[i].klen, &b, &e, &pos);
+        if (r && r != QMDB_NOTFOUND) {
+            rc = r;
+            break;
+        }
+        rd[i].rc = r;
+        if (r)
+            continue;
+        rd[i].vlen = e.vlen;
+        if (rd[i].cap < e.vlen)
+            rd[i].rc = QMDB_BUFFER_TOO_SMALL;
+        else
+            memcpy(rd[i].buf, e.value, e.vlen);
+    }
+    qm_ebuf_free(&b);
+out:
+    free(kh);
+    qm_reqs_free(&q);
+    return rc;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * prefetch.h -- the prefetch stage of a block and batched client reads (prefetch.c).
+ * Thread: see prefetch.c.
+ */
+#ifndef QM_PREFETCH_H
+#define QM_PREFETCH_H
+
+#include "changeset.h"
+#include "qm_internal.h"
+#include "rio.h"
+#include "shard.h"
+
+/* A growable list of read requests (reused across blocks: no per-operation allocation). */
+typedef struct qm_reqs {
+    qm_rreq *r;
+    size_t n, cap;
+} qm_reqs;
+
+QM_HIDDEN int qm_reqs_reserve(qm_reqs *q, size_t n);
+QM_HIDDEN void qm_reqs_free(qm_reqs *q);
+
+/* Reads into the warm caches every entry the block's operations will read that is neither
+ * cached nor in a write buffer. Positions come from the indexers before the block. */
+QM_HIDDEN int qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs,
+                                qm_reqs *q);
+
+/* qmdb_get_many over the shards (rio may be NULL: synchronous reads). Returns 0 when every
+ * read has its own rc, or an I/O or corruption error. */
+QM_HIDDEN int qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n);
+
+#endif /* QM_PREFETCH_H */
