@@ -45,6 +45,8 @@ typedef struct bench_cfg {
     uint64_t calib_mib;
     int drop_caches;
     int blind_writes;              /* 1 = writes without the read that precedes them */
+    uint64_t read_batch;           /* RMW reads per engine batch read (get_many); 1 = get */
+    int qmdb_direct_io;            /* --qmdb-direct-io */
     /* qmdb create-time ablation options (--qmdb-*), 0 = default; copied to bench_engine_cfg */
     uint64_t qmdb_compact_thres, qmdb_history_blocks, qmdb_segment_bytes;
     uint32_t qmdb_util_ratio, qmdb_util_div;
@@ -68,6 +70,9 @@ typedef struct phase_rec {
     double secs;
     uint64_t errors;       /* misses on existing keys, hits on absent keys, bad values */
     int op_latency;        /* 1 = lat is per get; 0 = per block */
+    uint64_t hash_compressions; /* qmdb: SHA-256 compressions during the phase */
+    uint64_t disk_rd_ios;       /* read requests completed by the DB's device */
+    uint64_t batched_reads;     /* qmdb: batched entry reads during the phase */
     lat_sum lat;           /* per-op (reads) or per-block (writes) */
     lat_sum commit_lat;    /* commit_block call alone (write phases) */
     uint64_t disk_rd, disk_wr;

@@ -38,9 +38,10 @@ static const char *const PHASES[] = {"populate", "update", "read", "insert",
 int engine_lookup(const char *name, bench_engine *e)
 {
     memset(e, 0, sizeof(*e));
-    if (strcmp(name, "qmdb") == 0) {
+    if (strcmp(name, "qmdb") == 0 || strcmp(name, "qmdb-seq") == 0) {
 #ifdef QMDB_BENCH_HAVE_QMDB
         engine_qmdb_init(e);
+        e->name = strcmp(name, "qmdb") == 0 ? "qmdb" : "qmdb-seq"; /* seq: pipeline off */
         return 0;
 #else
         snprintf(e->err, sizeof(e->err), "engine qmdb: this qmdb-bench was built without "
@@ -68,7 +69,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: qmdb-bench [options]\n"
-        "  --engine LIST            qmdb|rocksdb|rocksdb-default|lmdb|mpt, comma-separated "
+        "  --engine LIST            qmdb|qmdb-seq|rocksdb|rocksdb-default|lmdb|mpt, comma-separated "
         "(default qmdb)\n"
         "  --db-dir DIR             parent directory of the engines' DBs (default "
         "/tmp/qmdb-bench)\n"
@@ -99,6 +100,11 @@ static void usage(FILE *f)
         "  --keep                   keep the DB directories (default: delete after the run)\n"
         "  --blind-writes           write without reading first (default: every update, insert\n"
         "                           and delete reads the key first, for every engine)\n"
+        "  --read-batch N           the reads of a block's read-modify-writes go to the engine\n"
+        "                           N keys at a time through its batch read (qmdb_get_many,\n"
+        "                           RocksDB MultiGet; LMDB and MPT loop over get); 1 = one get\n"
+        "                           per op (default 10000)\n"
+        "  --qmdb-direct-io         qmdb's batched reads use O_DIRECT (QMDB_OPEN_DIRECT_IO)\n"
         "  --qmdb-compact-thres N   qmdb ablation: compaction threshold (live entries per "
         "shard)\n"
         "  --qmdb-utilization R/D   qmdb ablation: compact while live/total < R/D (e.g. 7/10)\n"
@@ -265,6 +271,9 @@ static void j_phase(jw *w, const bench_cfg *c, const phase_rec *p)
     jw_dbl(w, "seconds", p->secs);
     jw_dbl(w, "ops_per_sec", p->secs > 0 ? (double)p->ops / p->secs : 0);
     jw_u64(w, "errors", p->errors);
+    jw_u64(w, "sha256_compressions", p->hash_compressions);
+    jw_u64(w, "batched_reads", p->batched_reads);
+    jw_u64(w, "disk_read_ios", p->disk_rd_ios);
     jw_str(w, "latency_kind", p->op_latency ? "per-op" : "per-block");
     j_lat(w, "latency", &p->lat);
     if (!p->op_latency)
@@ -403,6 +412,8 @@ static int write_json(const bench_cfg *c, const calib *cal, const engine_rec *re
     jw_str(&w, "durability", c->durable ? "D1" : "D0");
     jw_str(&w, "durability_note", "qmdb commits are always durable (D1), at either tier");
     jw_str(&w, "writes", c->blind_writes ? "blind" : "read-modify-write");
+    jw_u64(&w, "read_batch", c->read_batch);
+    jw_u64(&w, "qmdb_direct_io", (uint64_t)c->qmdb_direct_io);
     jw_u64(&w, "qmdb_compact_thres", c->qmdb_compact_thres);
     jw_u64(&w, "qmdb_utilization_ratio", c->qmdb_util_ratio);
     jw_u64(&w, "qmdb_utilization_div", c->qmdb_util_div);
@@ -526,7 +537,7 @@ static void summary(const engine_rec *recs, int n)
 enum {
     OPT_ENGINE = 256, OPT_DBDIR, OPT_ENTRIES, OPT_OPB, OPT_HI, OPT_HWB, OPT_HRB, OPT_THETA, OPT_KS, OPT_VS,
     OPT_DUR, OPT_MEMCAP, OPT_SEED, OPT_RANDSRC, OPT_OUTPUT, OPT_KEEP, OPT_OPT, OPT_CALS, OPT_DROP, OPT_HELP,
-    OPT_BLIND, OPT_QCT, OPT_QUTIL, OPT_QHIST, OPT_QSEG
+    OPT_BLIND, OPT_RBATCH, OPT_QDIRECT, OPT_QCT, OPT_QUTIL, OPT_QHIST, OPT_QSEG
 };
 
 static int parse_args(bench_cfg *c, int argc, char **argv)
@@ -549,6 +560,8 @@ static int parse_args(bench_cfg *c, int argc, char **argv)
         {"output", required_argument, 0, OPT_OUTPUT},
         {"keep", no_argument, 0, OPT_KEEP},
         {"blind-writes", no_argument, 0, OPT_BLIND},
+        {"read-batch", required_argument, 0, OPT_RBATCH},
+        {"qmdb-direct-io", no_argument, 0, OPT_QDIRECT},
         {"ops-per-tx", required_argument, 0, OPT_OPT},
         {"calibrate-secs", required_argument, 0, OPT_CALS},
         {"drop-caches", no_argument, 0, OPT_DROP},
@@ -601,6 +614,8 @@ static int parse_args(bench_cfg *c, int argc, char **argv)
         case OPT_OUTPUT: c->output = a; break;
         case OPT_KEEP: c->keep = 1; break;
         case OPT_BLIND: c->blind_writes = 1; break;
+        case OPT_RBATCH: bad = parse_u64(a, &c->read_batch) || !c->read_batch; break;
+        case OPT_QDIRECT: c->qmdb_direct_io = 1; break;
         case OPT_QCT: bad = parse_u64(a, &c->qmdb_compact_thres) || !c->qmdb_compact_thres; break;
         case OPT_QUTIL: {
             unsigned rr = 0, dd = 0;
@@ -673,6 +688,7 @@ int main(int argc, char **argv)
                    .seed = 1,
                    .output = "qmdb-bench-results.json",
                    .ops_per_tx = 1,
+                   .read_batch = 10000,
                    .calib_secs = 1.0,
                    .calib_mib = 256};
     snprintf(c.engines[0], sizeof(c.engines[0]), "qmdb");

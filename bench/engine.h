@@ -26,6 +26,8 @@ typedef struct bench_engine_cfg {
     uint32_t qmdb_util_ratio, qmdb_util_div;
     uint64_t qmdb_history_blocks;
     uint64_t qmdb_segment_bytes; /* entry_segment_bytes */
+    int qmdb_pipeline;           /* 1 = qmdb_submit, block N durable during block N+1 */
+    int qmdb_direct_io;          /* 1 = QMDB_OPEN_DIRECT_IO (batched reads bypass the cache) */
 } bench_engine_cfg;
 
 typedef struct bench_engine_stats {
@@ -35,7 +37,9 @@ typedef struct bench_engine_stats {
     uint64_t cache_bytes;     /* rocksdb block cache usage */
     uint64_t live_entries;    /* engine's own count, 0 if unknown */
     uint64_t compactions;
-    char note[160];           /* engine-specific extra text for the MEM line */
+    uint64_t hash_compressions; /* qmdb: SHA-256 compressions by commits since open */
+    uint64_t batched_reads;   /* qmdb: entry reads by the prefetcher and get_many */
+    char note[320];           /* engine-specific extra text for the MEM line */
 } bench_engine_stats;
 
 typedef struct bench_engine bench_engine;
@@ -60,6 +64,14 @@ struct bench_engine {
      * each value, and sets *got to the number visited. Reads the committed state (LMDB:
      * the open write txn inside a block). 0 on success, negative on error. */
     int (*scan)(bench_engine *e, const void *k, size_t kl, size_t count, size_t *got);
+    /* Optional (NULL = the driver calls get n times): the engine's batch read. Key i is at
+     * keys + i*kl; its value goes to vals + i*vcap with its length in vlens[i]; rcs[i] is 0
+     * (found) or 1 (absent). Reads the same state get would. 0 or negative on error. */
+    int (*get_many)(bench_engine *e, size_t n, const uint8_t *keys, size_t kl, uint8_t *vals,
+                    size_t vcap, size_t *vlens, int *rcs);
+    /* Optional: waits until every committed block is durable (engines whose commit_block
+     * returns before the block's fsync, i.e. qmdb's pipeline). */
+    int (*sync)(bench_engine *e);
 };
 
 /* Fills e for the named engine. Returns 0, -1 if the name is unknown, -2 if the engine is

@@ -311,7 +311,7 @@ static int do_replay(const rcfg *c, bench_engine *e, rres *res, uint64_t *height
     hist_reset(rl), hist_reset(bl), hist_reset(cl);
     uint64_t rd0 = 0, wr0 = 0, rd1 = 0, wr1 = 0;
     double cu0, cs0, cu1, cs1;
-    disk_sample(bench_disk, &rd0, &wr0);
+    disk_sample(bench_disk, &rd0, &wr0, NULL);
     cpu_times(&cu0, &cs0);
     uint64_t t0 = now_ns(), last = t0, last_txs = 0, last_ops = 0;
     tl_start(&tl, t0);
@@ -387,7 +387,7 @@ static int do_replay(const rcfg *c, bench_engine *e, rres *res, uint64_t *height
     res->secs = (double)(now_ns() - t0) / 1e9;
     res->wait_secs = (double)tp_wait_ns(p) / 1e9;
     tp_stop(p);
-    disk_sample(bench_disk, &rd1, &wr1);
+    disk_sample(bench_disk, &rd1, &wr1, NULL);
     cpu_times(&cu1, &cs1);
     res->disk_rd = rd1 - rd0, res->disk_wr = wr1 - wr0;
     res->cpu_user = cu1 - cu0, res->cpu_sys = cs1 - cs0;

@@ -174,9 +174,11 @@ int disk_find(const char *path, char *name, size_t n)
     return disk_from_mountinfo(path, name, n);
 }
 
-int disk_sample(const char *name, uint64_t *rd, uint64_t *wr)
+int disk_sample(const char *name, uint64_t *rd, uint64_t *wr, uint64_t *rd_ios)
 {
     *rd = *wr = 0;
+    if (rd_ios)
+        *rd_ios = 0;
     if (!name || !name[0])
         return -1;
     FILE *f = fopen("/proc/diskstats", "r");
@@ -191,6 +193,8 @@ int disk_sample(const char *name, uint64_t *rd, uint64_t *wr)
             strcmp(dev, name) == 0) {
             *rd = (uint64_t)sect_rd * 512u;
             *wr = (uint64_t)sect_wr * 512u;
+            if (rd_ios)
+                *rd_ios = (uint64_t)f1;
             found = 0;
             break;
         }

@@ -43,7 +43,7 @@ void tl_free(timeline *t);
 /* Finds the block device holding path (diskstats name, e.g. "vda"). Returns 0 or -1. */
 int disk_find(const char *path, char *name, size_t n);
 /* Cumulative bytes read and written on device `name` from /proc/diskstats. Returns 0/-1. */
-int disk_sample(const char *name, uint64_t *rd, uint64_t *wr);
+int disk_sample(const char *name, uint64_t *rd, uint64_t *wr, uint64_t *rd_ios);
 /* A field of /proc/self/status in bytes (e.g. "VmRSS", "VmHWM"); 0 if unavailable. */
 uint64_t proc_status_bytes(const char *field);
 /* user + system CPU seconds of this process (all threads). */

@@ -307,7 +307,7 @@ static int run_ops(yrun *r, const char *name, int run_no, run_res *rr)
         hist_reset(r->h[k]);
     uint64_t rd0 = 0, wr0 = 0, rd1 = 0, wr1 = 0;
     double u0, s0, u1, s1;
-    disk_sample(bench_disk, &rd0, &wr0);
+    disk_sample(bench_disk, &rd0, &wr0, NULL);
     cpu_times(&u0, &s0);
     uint64_t t0 = now_ns(), last = t0;
     tl_start(&tl, t0);
@@ -371,7 +371,7 @@ static int run_ops(yrun *r, const char *name, int run_no, run_res *rr)
 fail:
     ret = -1;
 done:
-    disk_sample(bench_disk, &rd1, &wr1);
+    disk_sample(bench_disk, &rd1, &wr1, NULL);
     cpu_times(&u1, &s1);
     rr->disk_rd = rd1 - rd0;
     rr->disk_wr = wr1 - wr0;
