@@ -617,8 +617,12 @@ qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_
     int rc = qm_shard_get(s, kh, key, (u32)klen, &eb, &e, &pos);
     /* A read between blocks is usually the read of a read-modify-write: keep the entry so
      * that applying the write in the next block does not read it from the log again. */
-    if (!rc && !db->par.rdonly)
+    if (!rc && !db->par.rdonly) {
         qm_shard_warm_put(s, pos, eb.p, e.stored_len);
+        pthread_mutex_lock(&s->warm_mu);
+        qm_warm_key_add(&s->warm, kh);
+        pthread_mutex_unlock(&s->warm_mu);
+    }
     pthread_rwlock_unlock(&db->rw);
     if (!rc) {
         *vlen = e.vlen;

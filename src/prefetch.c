@@ -14,6 +14,7 @@
  */
 #include "prefetch.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "hash.h"
@@ -44,16 +45,15 @@ qm_reqs_free(qm_reqs *q)
     memset(q, 0, sizeof(*q));
 }
 
-/* Queues reads for the positions an operation on kh needs in shard s. */
+/* Queues reads for those of the n positions in pos that are neither cached nor buffered. */
 static int
-pf_add(qm_reqs *q, qm_shard *s, bool direct, const u8 kh[32], bool del)
+pf_queue(qm_reqs *q, qm_shard *s, bool direct, const u64 *pos, size_t n)
 {
-    u64 pos[PF_CAND_MAX];
-    size_t n = qm_shard_op_positions(s, kh, del, pos, PF_CAND_MAX);
     QM_RET(qm_reqs_reserve(q, n));
+    qm_hpfile *f = &s->entries;
     for (size_t i = 0; i < n; i++) {
-        qm_hpfile *f = &s->entries;
-        if (pos[i] < f->head || pos[i] + QM_ENTRY_FIXED >= f->flushed || qm_shard_warm_has(s, pos[i]))
+        if (pos[i] < f->head || pos[i] + QM_ENTRY_FIXED >= f->flushed ||
+            qm_shard_warm_has(s, pos[i]))
             continue;
         qm_rreq *r = &q->r[q->n];
         u64 left;
@@ -83,9 +83,25 @@ qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_reqs
 {
     q->n = 0;
     bool direct = qm_rio_direct(rio);
-    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
-        for (size_t i = 0; i < cs->n[s]; i++)
-            QM_RET(pf_add(q, &shards[s], direct, cs->ops[s][i].kh, cs->ops[s][i].vlen == 0));
+    for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
+        qm_shard *s = &shards[i];
+        for (size_t k = 0; k < cs->n[i]; k++) {
+            const qm_op *op = &cs->ops[i][k];
+            /* A put whose key a client read for this block (qmdb_get_many, or a qmdb_get that
+             * found it) has its entries cached already; a delete also needs the predecessor. */
+            if (op->vlen > 0) {
+                pthread_mutex_lock(&s->warm_mu);
+                bool seen = qm_warm_key_has(&s->warm, op->kh);
+                pthread_mutex_unlock(&s->warm_mu);
+                if (seen)
+                    continue;
+            }
+            u64 pos[PF_CAND_MAX];
+            size_t nkey;
+            size_t n = qm_shard_op_positions(s, op->kh, op->vlen == 0, pos, PF_CAND_MAX, &nkey);
+            QM_RET(pf_queue(q, s, direct, pos, n));
+        }
+    }
     return qm_rio_run(rio, q->r, q->n, pf_done, shards);
 }
 
@@ -101,15 +117,38 @@ req_cmp(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* Candidate positions of one read of a batch: cand[off, off + n). */
+typedef struct gm_slot {
+    u32 off, n;
+} gm_slot;
+
 int
 qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n)
 {
     u8(*kh)[32] = malloc(n * 32 + 1);
+    gm_slot *slot = malloc(n * sizeof(*slot) + 1);
+    u64 *cand = NULL;
+    size_t ncand = 0, ccap = 0;
     qm_reqs q = {0};
     int rc = 0;
-    if (!kh)
-        return -ENOMEM;
+    u8 stackbuf[512];
+    qm_ebuf b = {stackbuf, sizeof(stackbuf), NULL};
+    if (!kh || !slot) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    /* A warm cache that nearly filled up without a block to empty it (a reader that never
+     * commits) would stop taking this batch's entries: start it afresh. */
+    for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
+        pthread_mutex_lock(&shards[i].warm_mu);
+        if (shards[i].warm.alen > QM_WARM_MAX_BYTES / 4 * 3 || shards[i].warm.kn > QM_WARM_MAX_KEYS)
+            qm_warm_clear(&shards[i].warm);
+        pthread_mutex_unlock(&shards[i].warm_mu);
+    }
+    /* Pass 1: candidates of every key (and the predecessor's of absent keys), one batch of
+     * reads for those not in DRAM. */
     for (size_t i = 0; i < n; i++) {
+        slot[i].n = 0;
         if (!rd[i].key || rd[i].klen == 0 || rd[i].klen > QMDB_MAX_KEY_LEN ||
             (rd[i].cap > 0 && !rd[i].buf)) {
             rd[i].rc = QMDB_INVALID;
@@ -117,26 +156,51 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n)
         }
         rd[i].rc = 0;
         qm_sha256(rd[i].key, rd[i].klen, kh[i]);
+        qm_shard *s = &shards[qm_shard_of(kh[i])];
+        if (ccap - ncand < PF_CAND_MAX) {
+            ccap = QM_MAX(ccap * 2, ncand + PF_CAND_MAX + 1024);
+            u64 *nc = realloc(cand, ccap * sizeof(u64));
+            if (!nc) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            cand = nc;
+        }
+        size_t nkey;
+        size_t m = qm_shard_op_positions(s, kh[i], false, cand + ncand, PF_CAND_MAX, &nkey);
+        if (nkey == SIZE_MAX) { /* unusual: many records share the prefix; plain lookup */
+            slot[i].n = UINT32_MAX;
+            continue;
+        }
+        slot[i].off = (u32)ncand;
+        slot[i].n = (u32)nkey;
         if (rio)
-            QM_TRY(pf_add(&q, &shards[qm_shard_of(kh[i])], qm_rio_direct(rio), kh[i], false));
+            QM_TRY(pf_queue(&q, s, qm_rio_direct(rio), cand + ncand, m));
+        ncand += m;
     }
     if (rio && q.n) {
         qsort(q.r, q.n, sizeof(*q.r), req_cmp);
         QM_TRY(qm_rio_run(rio, q.r, q.n, pf_done, shards));
     }
-    u8 stackbuf[512];
-    qm_ebuf b = {stackbuf, sizeof(stackbuf), NULL};
+    /* Pass 2: compare full keys (entries now come from the warm caches). */
     for (size_t i = 0; i < n; i++) {
         if (rd[i].rc)
             continue;
         qm_shard *s = &shards[qm_shard_of(kh[i])];
         qm_entry e;
         u64 pos;
-        int r = qm_shard_get(s, kh[i], rd[i].key, (u32)rd[i].klen, &b, &e, &pos);
+        int r = slot[i].n == UINT32_MAX
+                    ? qm_shard_get(s, kh[i], rd[i].key, (u32)rd[i].klen, &b, &e, &pos)
+                    : qm_shard_get_in(s, cand + slot[i].off, slot[i].n, rd[i].key,
+                                      (u32)rd[i].klen, &b, &e, &pos);
         if (r && r != QMDB_NOTFOUND) {
             rc = r;
             break;
         }
+        /* Its entries (or its predecessor's) are cached: a put of it needs no prefetch. */
+        pthread_mutex_lock(&s->warm_mu);
+        qm_warm_key_add(&s->warm, kh[i]);
+        pthread_mutex_unlock(&s->warm_mu);
         rd[i].rc = r;
         if (r)
             continue;
@@ -146,9 +210,11 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n)
         else
             memcpy(rd[i].buf, e.value, e.vlen);
     }
-    qm_ebuf_free(&b);
 out:
+    qm_ebuf_free(&b);
     free(kh);
+    free(slot);
+    free(cand);
     qm_reqs_free(&q);
     return rc;
 }

@@ -74,9 +74,15 @@ qm_shard_warm_has(qm_shard *s, u64 pos)
 }
 
 size_t
-qm_shard_op_positions(const qm_shard *s, const u8 kh[32], bool del, u64 *out, size_t cap)
+qm_shard_op_positions(const qm_shard *s, const u8 kh[32], bool del, u64 *out, size_t cap,
+                      size_t *nkey)
 {
-    size_t n = QM_MIN(qm_index_find(&s->index, kh, out, cap), cap);
+    size_t n = qm_index_find(&s->index, kh, out, cap);
+    if (n > cap)
+        n = SIZE_MAX; /* more records than fit: the caller reads synchronously */
+    *nkey = n;
+    if (n == SIZE_MAX)
+        return 0;
     /* No record with the key's prefix: the op is a create (if a put), so the predecessor is
      * read; a delete reads it too. */
     if (n == 0 || del) {
@@ -184,14 +190,9 @@ entry_kh(const qm_entry *e, u8 out[32])
 }
 
 int
-qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf, qm_entry *e,
-             u64 *pos)
+qm_shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen, qm_ebuf *buf,
+                qm_entry *e, u64 *pos)
 {
-    u64 cand[16];
-    size_t n = qm_index_find(&s->index, kh, cand, QM_ARRAY_LEN(cand));
-    if (n > QM_ARRAY_LEN(cand))
-        return QM_CORRUPT(s->err, "shard %u: %zu index records share one key-hash prefix", s->id,
-                          n);
     for (size_t i = 0; i < n; i++) {
         QM_RET(qm_shard_read_entry(s, cand[i], buf, e));
         /* Sentries (empty value) are never user keys. */
@@ -201,6 +202,18 @@ qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf
         }
     }
     return QMDB_NOTFOUND;
+}
+
+int
+qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf, qm_entry *e,
+             u64 *pos)
+{
+    u64 cand[16];
+    size_t n = qm_index_find(&s->index, kh, cand, QM_ARRAY_LEN(cand));
+    if (n > QM_ARRAY_LEN(cand))
+        return QM_CORRUPT(s->err, "shard %u: %zu index records share one key-hash prefix", s->id,
+                          n);
+    return qm_shard_get_in(s, cand, n, key, klen, buf, e, pos);
 }
 
 /* Finds the live predecessor of kh: the entry with the largest key hash below kh. Returns

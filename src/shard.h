@@ -110,11 +110,15 @@ QM_HIDDEN void qm_shard_meta_fill(const qm_shard *s, qm_shard_meta *m);
  * segments. */
 QM_HIDDEN int qm_shard_after_commit(qm_shard *s, u64 ft);
 
-/* Prefetch support: the log positions an operation on kh may read (its index candidates, and
- * for deletes or likely creates also the predecessor candidates). Writes up to cap, returns
- * the count written. */
+/* Prefetch support: the log positions an operation on kh may read: its index candidates
+ * (the first *nkey of out), then for deletes or likely creates (no candidate) the
+ * predecessor's candidates. Writes up to cap, returns the count written. *nkey = SIZE_MAX
+ * (and 0 returned) if the key has more than cap candidates. */
 QM_HIDDEN size_t qm_shard_op_positions(const qm_shard *s, const u8 kh[32], bool del, u64 *out,
-                                       size_t cap);
+                                       size_t cap, size_t *nkey);
+/* qm_shard_get over given candidate positions (from qm_shard_op_positions). */
+QM_HIDDEN int qm_shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen,
+                              qm_ebuf *buf, qm_entry *e, u64 *pos);
 /* Caches an entry read for this block (thread-safe). */
 QM_HIDDEN void qm_shard_warm_put(qm_shard *s, u64 pos, const u8 *bytes, u32 len);
 /* True when the entry at pos is cached (thread-safe). */

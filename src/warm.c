@@ -17,6 +17,7 @@ warm_slot(u64 pos, size_t cap)
 void
 qm_warm_free(qm_warm *w)
 {
+    free(w->kset);
     free(w->keys);
     free(w->offs);
     free(w->arena);
@@ -28,8 +29,62 @@ qm_warm_clear(qm_warm *w)
 {
     if (w->n)
         memset(w->keys, 0, w->cap * sizeof(u64));
+    if (w->kn)
+        memset(w->kset, 0, w->kcap * sizeof(u64));
     w->n = 0;
+    w->kn = 0;
     w->alen = 0;
+}
+
+static u64
+kset_key(const u8 kh[32])
+{
+    u64 k;
+    memcpy(&k, kh, 8);
+    return k ? k : 1;
+}
+
+bool
+qm_warm_key_has(const qm_warm *w, const u8 kh[32])
+{
+    if (w->kn == 0)
+        return false;
+    u64 k = kset_key(kh);
+    for (size_t j = (size_t)(k >> 7) & (w->kcap - 1); w->kset[j]; j = (j + 1) & (w->kcap - 1))
+        if (w->kset[j] == k)
+            return true;
+    return false;
+}
+
+void
+qm_warm_key_add(qm_warm *w, const u8 kh[32])
+{
+    if (w->kn >= QM_WARM_MAX_KEYS)
+        return;
+    if ((w->kn + 1) * 2 > w->kcap) {
+        size_t cap = w->kcap ? w->kcap * 2 : 1024;
+        u64 *ks = calloc(cap, sizeof(u64));
+        if (!ks)
+            return;
+        for (size_t i = 0; i < w->kcap; i++) {
+            if (!w->kset[i])
+                continue;
+            size_t j = (size_t)(w->kset[i] >> 7) & (cap - 1);
+            while (ks[j])
+                j = (j + 1) & (cap - 1);
+            ks[j] = w->kset[i];
+        }
+        free(w->kset);
+        w->kset = ks;
+        w->kcap = cap;
+    }
+    u64 k = kset_key(kh);
+    size_t j = (size_t)(k >> 7) & (w->kcap - 1);
+    for (; w->kset[j]; j = (j + 1) & (w->kcap - 1))
+        if (w->kset[j] == k)
+            return;
+    w->kset[j] = k;
+    w->kn++;
 }
 
 static int

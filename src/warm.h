@@ -15,6 +15,7 @@
 #include "qm_internal.h"
 
 #define QM_WARM_MAX_BYTES (32u << 20)
+#define QM_WARM_MAX_KEYS (1u << 20) /* key-set entries kept (qm_warm_key_add) */
 
 typedef struct qm_warm {
     u64 *keys;  /* position + 1; 0 = empty slot */
@@ -24,6 +25,10 @@ typedef struct qm_warm {
     u8 *arena;
     size_t alen, acap;
     u64 hits;
+    /* Keys (first 8 key-hash bytes, nonzero) whose candidates and, if absent, predecessor
+     * candidates were read for this block: the prefetch stage skips their puts. */
+    u64 *kset;
+    size_t kcap, kn;
 } qm_warm;
 
 QM_HIDDEN void qm_warm_free(qm_warm *w);
@@ -34,5 +39,8 @@ QM_HIDDEN const u8 *qm_warm_get(qm_warm *w, u64 pos, u32 *len);
 /* As qm_warm_get, without counting a hit. */
 QM_HIDDEN const u8 *qm_warm_peek(const qm_warm *w, u64 pos, u32 *len);
 QM_HIDDEN void qm_warm_clear(qm_warm *w);
+/* The set of keys looked up for this block (silently skips when out of memory). */
+QM_HIDDEN void qm_warm_key_add(qm_warm *w, const u8 kh[32]);
+QM_HIDDEN bool qm_warm_key_has(const qm_warm *w, const u8 kh[32]);
 
 #endif /* QM_WARM_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_warm.c -- the warm-entry cache: put/get by position across table growth, duplicates,
- * the byte bound, clearing, and hit counting. */
+ * the byte bound, clearing, hit counting, and the looked-up key set. */
 #include "../test.h"
 #include "warm.h"
 
@@ -39,6 +39,29 @@ main(void)
     CHECK(w.alen <= QM_WARM_MAX_BYTES);
     CHECK(w.n >= 31 && w.n <= 32);
     CHECK(qm_warm_get(&w, (uint64_t)39 << 24, &len) == NULL);
+    CHECK(qm_warm_peek(&w, 0, &len) != NULL && len == sizeof(big));
+
+    /* The key set: membership by the first 8 key-hash bytes, across growth; cleared with the
+     * cache; bounded. */
+    unsigned char kh[32] = {0};
+    for (uint32_t i = 0; i < 3000; i++) {
+        memcpy(kh, &i, 4);
+        kh[7] = 0x5a;
+        qm_warm_key_add(&w, kh);
+        qm_warm_key_add(&w, kh); /* duplicates count once */
+    }
+    CHECK_EQ_U64(w.kn, 3000);
+    uint32_t absent = 3001, present = 1234;
+    memcpy(kh, &present, 4);
+    CHECK(qm_warm_key_has(&w, kh));
+    memcpy(kh, &absent, 4);
+    CHECK(!qm_warm_key_has(&w, kh));
+    kh[20] ^= 1; /* bytes past the first 8 do not matter */
+    memcpy(kh, &present, 4);
+    CHECK(qm_warm_key_has(&w, kh));
+    qm_warm_clear(&w);
+    CHECK(!qm_warm_key_has(&w, kh));
+    CHECK_EQ_U64(w.kn, 0);
     qm_warm_free(&w);
     return test_report("test_warm");
 }
