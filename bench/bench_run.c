@@ -439,23 +439,49 @@ static int txmix_phase(run *r, uint64_t blocks)
         }
         uint64_t base = g->lo + ntx, n = g->hi - base;
         uint64_t tb = now_ns();
-        if (r->e.begin_block(&r->e, r->height + 1))
+        if (block_scratch(r, ntx * (TX_READS + TX_UPDATES)) ||
+            r->e.begin_block(&r->e, r->height + 1))
             return -1;
+        /* Picks in transaction order: each transaction's reads, then its updates. */
+        uint64_t *rix = r->bidx, *uix = r->bidx + ntx * TX_READS;
         for (uint64_t t = 0; t < ntx; t++) {
-            if (t > 0 && r->e.tx(&r->e))
-                return -1;
-            for (int k = 0; k < TX_READS; k++) {
+            for (int k = 0; k < TX_READS; k++)
+                rix[t * TX_READS + k] = wl_pick(g, base, n);
+            for (int k = 0; k < TX_UPDATES; k++)
+                uix[t * TX_UPDATES + k] = wl_pick(g, base, n);
+        }
+        /* The block's reads (committed state, before any of its writes), batched like the
+         * read-modify-write reads (--read-batch). */
+        uint64_t nr = ntx * TX_READS;
+        for (uint64_t j0 = 0; j0 < nr; j0 += c->read_batch) {
+            size_t m = (size_t)(nr - j0 < c->read_batch ? nr - j0 : c->read_batch);
+            if (m > 1 && r->e.get_many) {
+                for (size_t j = 0; j < m; j++)
+                    wl_key(g, rix[j0 + j], r->bkeys + j * c->key_size);
+                if (r->e.get_many(&r->e, m, r->bkeys, c->key_size, r->bvals, r->rcap,
+                                  r->bvlens, r->brcs))
+                    return -1;
+                for (size_t j = 0; j < m; j++)
+                    if (r->brcs[j] != 0 ||
+                        !wl_value_check(g, rix[j0 + j], r->bvals + j * r->rcap, r->bvlens[j]))
+                        r->p->errors++;
+                continue;
+            }
+            for (size_t j = 0; j < m; j++) {
                 size_t vlen = 0;
-                uint64_t i = wl_pick(g, base, n);
-                wl_key(g, i, r->key);
+                wl_key(g, rix[j0 + j], r->key);
                 int rc = r->e.get(&r->e, r->key, c->key_size, r->rbuf, r->rcap, &vlen);
                 if (rc < 0)
                     return -1;
-                if (rc != 0 || !wl_value_check(g, i, r->rbuf, vlen))
+                if (rc != 0 || !wl_value_check(g, rix[j0 + j], r->rbuf, vlen))
                     r->p->errors++;
             }
+        }
+        for (uint64_t t = 0; t < ntx; t++) {
+            if (t > 0 && r->e.tx(&r->e))
+                return -1;
             for (int k = 0; k < TX_UPDATES + 1; k++) {
-                uint64_t i = k < TX_UPDATES ? wl_pick(g, base, n) : g->hi++;
+                uint64_t i = k < TX_UPDATES ? uix[t * TX_UPDATES + k] : g->hi++;
                 wl_key(g, i, r->key);
                 wl_value(g, i, ++g->version, r->val);
                 if (r->e.put(&r->e, r->key, c->key_size, r->val, c->value_size))

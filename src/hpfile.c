@@ -19,19 +19,27 @@ seg_path(const qm_hpfile *f, u64 seg, char *out, size_t cap)
     snprintf(out, cap, "%s.%010" PRIu64, f->path_prefix, seg);
 }
 
+/* Grows an fd table (-1 = not open) so that it has slot seg. */
+static int
+fd_table_reserve(int **fds, u64 *nfds, u64 seg)
+{
+    if (seg < *nfds)
+        return 0;
+    u64 n = QM_MAX(seg + 1, *nfds * 2 + 4);
+    int *t = realloc(*fds, n * sizeof(int));
+    if (!t)
+        return -ENOMEM;
+    for (u64 i = *nfds; i < n; i++)
+        t[i] = -1;
+    *fds = t;
+    *nfds = n;
+    return 0;
+}
+
 static int
 seg_fd_locked(qm_hpfile *f, u64 seg, bool create, int *fd_out)
 {
-    if (seg >= f->nfds) {
-        u64 n = QM_MAX(seg + 1, f->nfds * 2 + 4);
-        int *fds = realloc(f->fds, n * sizeof(int));
-        if (!fds)
-            return -ENOMEM;
-        for (u64 i = f->nfds; i < n; i++)
-            fds[i] = -1;
-        f->fds = fds;
-        f->nfds = n;
-    }
+    QM_RET(fd_table_reserve(&f->fds, &f->nfds, seg));
     if (f->fds[seg] < 0) {
         char path[4096];
         seg_path(f, seg, path, sizeof(path));
@@ -64,16 +72,7 @@ seg_fd(qm_hpfile *f, u64 seg, bool create, int *fd_out)
 static int
 seg_dfd_locked(qm_hpfile *f, u64 seg, bool direct, int *fd_out)
 {
-    if (seg >= f->ndfds) {
-        u64 n = QM_MAX(seg + 1, f->ndfds * 2 + 4);
-        int *fds = realloc(f->dfds, n * sizeof(int));
-        if (!fds)
-            return -ENOMEM;
-        for (u64 i = f->ndfds; i < n; i++)
-            fds[i] = -1;
-        f->dfds = fds;
-        f->ndfds = n;
-    }
+    QM_RET(fd_table_reserve(&f->dfds, &f->ndfds, seg));
     if (f->dfds[seg] < 0) {
         char path[4096];
         seg_path(f, seg, path, sizeof(path));

@@ -68,6 +68,16 @@ static int test_checks;
         }                                                                                      \
     } while (0)
 
+/* xorshift64: the tests' deterministic random numbers (state must start nonzero). */
+static inline uint64_t
+test_xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
 static inline void
 test_hexdump(const char *label, const unsigned char *p, size_t n)
 {
