@@ -151,7 +151,7 @@ QMDB_API int qmdb_close(qmdb_db *db);
 /** Detail of the latest failure on db ("" if none). Valid until the next call on db. */
 QMDB_API const char *qmdb_last_error(qmdb_db *db);
 
-/** Latest committed height. */
+/** Latest committed (durable) height. */
 QMDB_API uint64_t qmdb_height(qmdb_db *db);
 
 /**
@@ -164,9 +164,13 @@ QMDB_API int qmdb_root(qmdb_db *db, uint64_t height, uint8_t out[QMDB_HASH_LEN])
 QMDB_API int qmdb_shard_root(qmdb_db *db, unsigned shard, uint8_t out[QMDB_HASH_LEN]);
 
 /**
- * Reads the value of key at the latest committed height. Copies it into buf (capacity cap)
- * and sets *vlen to its length. Returns QMDB_NOTFOUND if absent, QMDB_BUFFER_TOO_SMALL (with
- * *vlen set) if cap is too small. buf may be NULL when cap is 0.
+ * Reads the value of key: the state after the latest block handed to qmdb_commit or
+ * qmdb_submit (with qmdb_submit that block may not be durable yet; see qmdb_wait). Copies it
+ * into buf (capacity cap) and sets *vlen to its length. Returns QMDB_NOTFOUND if absent,
+ * QMDB_BUFFER_TOO_SMALL (with *vlen set) if cap is too small. buf may be NULL when cap is 0.
+ * Thread-safe: qmdb_get, qmdb_get_many, qmdb_height and qmdb_root may be called from any
+ * thread, also while another thread commits (a read never sees part of a block). The other
+ * functions on one handle must come from one thread at a time.
  */
 QMDB_API int qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap,
                       size_t *vlen);

@@ -334,7 +334,7 @@ roots_open(qmdb_db *db, bool create)
 /* Stage F, steps (3)-(5): makes the block described by m durable (its tickets were taken by
  * the update stage). Runs on the flusher thread, or inline. */
 static int
-db_make_durable(qmdb_db *db, qm_meta *m)
+db_make_durable(qmdb_db *db, qm_meta *m, bool block)
 {
     /* Steps (3) and (4) are independent of each other; both precede (5). */
     void *args[2] = {db, m};
@@ -342,6 +342,7 @@ db_make_durable(qmdb_db *db, qm_meta *m)
     QM_RET(qm_meta_store(db->dir, &db->meta_fd, m, &db->err));
     pthread_mutex_lock(&db->mu);
     db->meta = *m;
+    db->blocks += block; /* with meta: a waiter that sees the height sees the count */
     pthread_cond_broadcast(&db->cv);
     pthread_mutex_unlock(&db->mu);
     return 0;
@@ -441,7 +442,7 @@ qmdb_create(const char *dir, const qmdb_options *opt)
     qm_meta m;
     db_fill_meta(db, &m, 0, 0);
     QM_TRY(db_take_tickets(db, 0));
-    QM_TRY(db_make_durable(db, &m));
+    QM_TRY(db_make_durable(db, &m, false));
     QM_TRY(qm_io_fsync_dir(dir));
 out:
     if (rc)
@@ -678,11 +679,9 @@ db_hash_flush(qmdb_db *db)
     pthread_cond_broadcast(&db->cv);
     pthread_mutex_unlock(&db->mu);
     if (!rc)
-        rc = db_make_durable(db, &db->job_meta);
+        rc = db_make_durable(db, &db->job_meta, true);
     pthread_mutex_lock(&db->mu);
-    if (!rc)
-        db->blocks++;
-    else if (!db->bg_rc)
+    if (rc && !db->bg_rc)
         db->bg_rc = rc;
     db->job_ready = false;
     pthread_cond_broadcast(&db->cv);
@@ -828,7 +827,7 @@ qmdb_prune(qmdb_db *db)
     /* Same height and root: only the heads move. ROOTS is rewritten with the same bytes. */
     int rc = db_take_tickets(db, m.height);
     if (!rc)
-        rc = db_make_durable(db, &m);
+        rc = db_make_durable(db, &m, false);
     if (!rc) {
         pthread_rwlock_wrlock(&db->rw);
         db_apply_prunes(db);

@@ -421,6 +421,9 @@ cmd_stat(int argc, char **argv, bool check)
     printf("parameters: compact_thres %" PRIu64 ", utilization %u/%u, history_blocks %" PRIu64
            "\n",
            st.compact_thres, st.utilization_ratio, st.utilization_div, st.history_blocks);
+    printf("batched reads: %s\n", st.io_uring ? "io_uring"
+                                              : "pread thread pool (io_uring unavailable here, "
+                                                "or QMDB_NO_URING=1)");
     qmdb_close(db);
     return 0;
 }

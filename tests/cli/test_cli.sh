@@ -61,6 +61,7 @@ expect_rc $rc 1 "get missing"; expect_eq "$out" "not found" "get missing output"
 expect_eq "$("$Q" root "$d" --height 2)" "$(sed -n 2p "$V/example.expected")" "root --height"
 "$Q" root "$d" --height 99 > /dev/null 2>&1; expect_rc $? 1 "root above latest"
 "$Q" stat "$d" | grep -q "^dram bytes per live entry: " && ok || bad "stat output"
+QMDB_NO_URING=1 "$Q" stat "$d" | grep -q "^batched reads: pread thread pool" && ok || bad "stat: QMDB_NO_URING=1 not reported"
 
 # check: passes on a healthy database, fails naming the file on a damaged one.
 cp -a "$T/v0" "$T/chk"
