@@ -194,6 +194,17 @@ typedef struct qmdb_read {
  */
 QMDB_API int qmdb_get_many(qmdb_db *db, qmdb_read *reads, size_t n);
 
+/**
+ * As qmdb_get and qmdb_get_many, but reading the latest *durable* block (qmdb_height()),
+ * even while later blocks are submitted and in flight: for readers that must never see
+ * state a crash could still take back (RPC queries, light-client servers). One call sees one
+ * height for all its keys. Each in-flight block keeps the values its writes replaced until it
+ * is durable, so these reads cost what qmdb_get_many costs.
+ */
+QMDB_API int qmdb_get_committed(qmdb_db *db, const void *key, size_t klen, void *buf,
+                                size_t cap, size_t *vlen);
+QMDB_API int qmdb_get_many_committed(qmdb_db *db, qmdb_read *reads, size_t n);
+
 /* ---- Blocks ---------------------------------------------------------------------------- */
 
 /** Creates an empty batch: one block's worth of transactions. */

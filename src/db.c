@@ -47,6 +47,7 @@
 #include "proof.h"
 #include "rio.h"
 #include "shard.h"
+#include "undo.h"
 
 enum db_state { DB_READY, DB_FATAL };
 
@@ -77,6 +78,8 @@ struct qmdb_db {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     u64 submitted;     /* last block whose update stage finished */
+    u64 applied;       /* the same, set before the writer lock is released (readers) */
+    qm_undo undo[2][QM_SHARD_COUNT]; /* pre-images of the in-flight blocks, by height & 1 */
     u64 hashed;        /* last block whose hash stage finished */
     bool job_ready;    /* a block waits for its hash and flush stages */
     u64 job_height;    /* the block in the job slot */
@@ -280,6 +283,9 @@ db_free(qmdb_db *db)
         close(db->lock_fd);
     qm_changeset_free(&db->cs);
     qm_reqs_free(&db->preq);
+    for (unsigned k = 0; k < 2; k++)
+        for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
+            qm_undo_free(&db->undo[k][i]);
     qm_rio_free(db->rio);
     qm_proof_cache_free(db->proof_cache);
     qm_pool_free(db->cpu_pool);
@@ -520,7 +526,7 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
         for (unsigned s = 0; s < QM_SHARD_COUNT && f; s++)
             db->shard[s].trace = s == 0 ? f : fdopen(dup(fileno(f)), "a");
     }
-    db->submitted = db->hashed = db->meta.height;
+    db->submitted = db->hashed = db->applied = db->meta.height;
     QM_TRY(db_pipeline_start(db, opt));
 out:
     if (rc) {
@@ -636,17 +642,55 @@ qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_
     return rc;
 }
 
-int
-qmdb_get_many(qmdb_db *db, qmdb_read *reads, size_t n)
+/* Batched reads; committed: the durable state (pre-images of in-flight blocks first). */
+static int
+db_get_many(qmdb_db *db, qmdb_read *reads, size_t n, bool committed)
 {
     if (db_fatal(db))
         return QMDB_PANIC;
     if (n > 0 && !reads)
         return QMDB_INVALID;
     pthread_rwlock_rdlock(&db->rw);
-    int rc = qm_get_many(db->shard, db->rio, reads, n);
+    qm_undo *pre[2][QM_SHARD_COUNT];
+    unsigned npre = 0;
+    if (committed) {
+        /* Blocks durable+1 .. applied are in flight (at most two); their maps stay intact
+         * while the reader lock is held. */
+        pthread_mutex_lock(&db->mu);
+        for (u64 h = db->meta.height + 1; h <= db->applied && npre < 2; h++, npre++)
+            for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
+                pre[npre][i] = &db->undo[h & 1][i];
+        pthread_mutex_unlock(&db->mu);
+    }
+    int rc = qm_get_many(db->shard, db->rio, reads, n, pre, npre);
     pthread_rwlock_unlock(&db->rw);
     return rc;
+}
+
+int
+qmdb_get_many(qmdb_db *db, qmdb_read *reads, size_t n)
+{
+    return db_get_many(db, reads, n, false);
+}
+
+int
+qmdb_get_many_committed(qmdb_db *db, qmdb_read *reads, size_t n)
+{
+    return db_get_many(db, reads, n, true);
+}
+
+int
+qmdb_get_committed(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap,
+                   size_t *vlen)
+{
+    if (!vlen)
+        return QMDB_INVALID;
+    qmdb_read r = {key, klen, buf, cap, 0, 0};
+    int rc = db_get_many(db, &r, 1, true);
+    if (rc)
+        return rc;
+    *vlen = r.vlen;
+    return r.rc;
 }
 
 /* Stage U of block h (caller thread): prunes, prefetch, apply, buffers out. */
@@ -657,9 +701,17 @@ db_update(qmdb_db *db, u64 h)
     pthread_rwlock_wrlock(&db->rw);
     db_apply_prunes(db);
     db->commit_height = h;
+    /* Block h-2, whose pre-images this map held, is durable (U of h follows F of h-2). */
+    for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
+        qm_undo_clear(&db->undo[h & 1][i]);
+        db->shard[i].undo = &db->undo[h & 1][i];
+    }
     if (db->rio)
         QM_TRY(qm_prefetch_block(db->shard, db->rio, &db->cs, &db->preq));
     QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_update, db));
+    pthread_mutex_lock(&db->mu);
+    db->applied = h;
+    pthread_mutex_unlock(&db->mu);
 out:
     pthread_rwlock_unlock(&db->rw);
     return rc;

@@ -122,8 +122,34 @@ typedef struct gm_slot {
     u32 off, n;
 } gm_slot;
 
+/* Answers a read from the in-flight blocks' pre-images; false if none holds the key. */
+static bool
+gm_pre(qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre, unsigned shard, const u8 kh[32],
+       qmdb_read *r)
+{
+    for (unsigned k = 0; k < npre; k++) {
+        const u8 *v;
+        u32 vl;
+        int got = qm_undo_get(pre[k][shard], kh, &v, &vl);
+        if (got < 0)
+            continue;
+        if (got == 0) {
+            r->rc = QMDB_NOTFOUND;
+            return true;
+        }
+        r->vlen = vl;
+        if (r->cap < vl)
+            r->rc = QMDB_BUFFER_TOO_SMALL;
+        else
+            memcpy(r->buf, v, vl);
+        return true;
+    }
+    return false;
+}
+
 int
-qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n)
+qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
+            qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre)
 {
     u8(*kh)[32] = malloc(n * 32 + 1);
     gm_slot *slot = malloc(n * sizeof(*slot) + 1);
@@ -157,6 +183,10 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n)
         rd[i].rc = 0;
         qm_sha256(rd[i].key, rd[i].klen, kh[i]);
         qm_shard *s = &shards[qm_shard_of(kh[i])];
+        if (npre && gm_pre(pre, npre, s->id, kh[i], &rd[i])) {
+            slot[i].n = UINT32_MAX - 1; /* answered */
+            continue;
+        }
         if (ccap - ncand < PF_CAND_MAX) {
             ccap = QM_MAX(ccap * 2, ncand + PF_CAND_MAX + 1024);
             u64 *nc = realloc(cand, ccap * sizeof(u64));
@@ -184,7 +214,7 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n)
     }
     /* Pass 2: compare full keys (entries now come from the warm caches). */
     for (size_t i = 0; i < n; i++) {
-        if (rd[i].rc)
+        if (rd[i].rc || slot[i].n == UINT32_MAX - 1)
             continue;
         qm_shard *s = &shards[qm_shard_of(kh[i])];
         qm_entry e;

@@ -10,6 +10,7 @@
 #include "qm_internal.h"
 #include "rio.h"
 #include "shard.h"
+#include "undo.h"
 
 /* A growable list of read requests (reused across blocks: no per-operation allocation). */
 typedef struct qm_reqs {
@@ -25,8 +26,11 @@ QM_HIDDEN void qm_reqs_free(qm_reqs *q);
 QM_HIDDEN int qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs,
                                 qm_reqs *q);
 
-/* qmdb_get_many over the shards (rio may be NULL: synchronous reads). Returns 0 when every
- * read has its own rc, or an I/O or corruption error. */
-QM_HIDDEN int qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n);
+/* qmdb_get_many over the shards (rio may be NULL: synchronous reads). With npre > 0, the
+ * pre-image maps pre[0..npre) (per shard, oldest in-flight block first) answer for the keys
+ * they hold: the durable state. Returns 0 when every read has its own rc, or an I/O or
+ * corruption error. */
+QM_HIDDEN int qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
+                          qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre);
 
 #endif /* QM_PREFETCH_H */

@@ -23,6 +23,7 @@
 #include "entry.h"
 #include "hash.h"
 #include "twigfile.h"
+#include "undo.h"
 
 /* First read of an entry: enough for typical entries (53 bytes + key + value). */
 #define SHARD_READ_GUESS 256u
@@ -463,6 +464,8 @@ shard_op(qm_shard *s, const qm_op *op)
     if (rc && rc != QMDB_NOTFOUND)
         return rc;
     bool found = (rc == 0);
+    if (s->undo) /* the key's value before the block, for readers of the durable state */
+        QM_RET(qm_undo_put(s->undo, op->kh, found ? e.value : NULL, found ? e.vlen : 0));
     if (op->vlen > 0 && found) { /* update */
         u64 dsn = e.sn;
         QM_RET(shard_append(s, K_UPDATE, op->key, op->klen, op->val, op->vlen, e.next_key_hash,

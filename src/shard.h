@@ -86,6 +86,7 @@ typedef struct qm_shard {
     pthread_mutex_t warm_mu; /* guards warm: concurrent readers fill it */
     u8 *twigrec;        /* 128 KiB scratch for twig records */
     FILE *trace;        /* optional append trace (debugging aid) */
+    struct qm_undo *undo; /* when set, the update stage records pre-images here (undo.h) */
 } qm_shard;
 
 /* Creates a new shard with its 4096 sentries (not yet durable). */

@@ -155,7 +155,7 @@ equivalence_round(uint64_t thres, uint32_t aflags, unsigned blocks)
 #define GROUP 64
 static atomic_ullong submitted_h;
 static atomic_int stop_readers;
-static long reader_batches, reader_bad;
+static long reader_batches, reader_bad, committed_batches, behind;
 
 static void *
 reader_main(void *arg)
@@ -186,6 +186,28 @@ reader_main(void *arg)
         size_t vl = 0;
         if (qmdb_get(db, k[3], rd[3].klen, &one, 8, &vl) != 0 || one < lo ||
             one > atomic_load(&submitted_h))
+            reader_bad++;
+        /* The durable state: one block, never newer than the durable height after the read. */
+        lo = qmdb_height(db);
+        rc = qmdb_get_many_committed(db, rd, GROUP);
+        uint64_t dhi = qmdb_height(db);
+        committed_batches++;
+        if (rc) {
+            reader_bad++;
+            continue;
+        }
+        for (unsigned i = 0; i < GROUP; i++) {
+            if (rd[i].rc != 0 || rd[i].vlen != 8 || v[i] != v[0] || v[i] < lo || v[i] > dhi) {
+                fprintf(stderr, "committed read: key %u value %llu, durable %llu..%llu\n", i,
+                        (unsigned long long)v[i], (unsigned long long)lo,
+                        (unsigned long long)dhi);
+                reader_bad++;
+                break;
+            }
+        }
+        behind += v[0] < atomic_load(&submitted_h);
+        if (qmdb_get_committed(db, k[5], rd[5].klen, &one, 8, &vl) != 0 || one < lo ||
+            one > qmdb_height(db))
             reader_bad++;
     }
     return NULL;
@@ -228,7 +250,19 @@ readers_case(void)
     pthread_join(t, NULL);
     CHECK_EQ_U64(reader_bad, 0);
     CHECK(reader_batches > 10);
-    printf("readers: %ld batches during 299 blocks\n", reader_batches);
+    CHECK(committed_batches > 10);
+    printf("readers: %ld batches (%ld of the durable state, %ld of them behind the submitted "
+           "block) during 299 blocks\n",
+           reader_batches, committed_batches, behind);
+    /* Absent keys and the churn keys through the committed view, once everything is durable:
+     * the same answers as qmdb_get. */
+    for (unsigned i = GROUP; i < GROUP + 500; i++) {
+        char kk[16];
+        size_t kl = key_of(i, kk), v1 = 0, v2 = 0;
+        uint64_t a = 0, c = 0;
+        int r1 = qmdb_get(db, kk, kl, &a, 8, &v1), r2 = qmdb_get_committed(db, kk, kl, &c, 8, &v2);
+        CHECK(r1 == r2 && (r1 != 0 || (v1 == v2 && a == c)));
+    }
     qmdb_batch_free(b);
     CHECK_OK(qmdb_close(db));
 }
@@ -258,6 +292,44 @@ edges_case(void)
     CHECK_RC(rd[3].rc, QMDB_INVALID);
     CHECK_OK(qmdb_get_many(db, NULL, 0));
     CHECK_RC(qmdb_get_many(db, NULL, 3), QMDB_INVALID);
+
+    /* The committed view while block 2 is in flight: the old value (or absence) exactly
+     * while block 2 is not durable. */
+    for (uint64_t h = 2; h < 40; h++) {
+        char nv[8], ov[8], got[8];
+        snprintf(ov, sizeof(ov), "v%06llu", (unsigned long long)(h - 1));
+        snprintf(nv, sizeof(nv), "v%06llu", (unsigned long long)h);
+        qmdb_batch_reset(b);
+        CHECK_OK(qmdb_batch_put(b, "gamma", 5, nv, 7));
+        if (h % 2)
+            CHECK_OK(qmdb_batch_del(b, "delta", 5));
+        else
+            CHECK_OK(qmdb_batch_put(b, "delta", 5, "here", 4));
+        CHECK_OK(qmdb_submit(db, h, b));
+        uint64_t hb = qmdb_height(db);
+        size_t vl = 0;
+        int rc = qmdb_get_committed(db, "gamma", 5, got, sizeof(got), &vl);
+        uint64_t ha = qmdb_height(db);
+        bool is_new = rc == 0 && vl == 7 && memcmp(got, nv, 7) == 0;
+        bool is_old = h == 2 ? rc == QMDB_NOTFOUND : (rc == 0 && vl == 7 && memcmp(got, ov, 7) == 0);
+        CHECK(is_new || is_old);
+        CHECK(!is_new || ha >= h);
+        CHECK(!is_old || hb < h);
+        /* delta: present after even heights; the answer tells which height was read. */
+        hb = qmdb_height(db);
+        rc = qmdb_get_committed(db, "delta", 5, got, sizeof(got), &vl);
+        ha = qmdb_height(db);
+        bool d_now = h % 2 == 0;
+        CHECK(rc == 0 || rc == QMDB_NOTFOUND);
+        if ((rc == 0) == d_now)
+            CHECK(ha >= h); /* block h's state: it was durable */
+        else
+            CHECK(hb < h);  /* block h-1's state: h was not durable yet */
+        CHECK(qmdb_get(db, "gamma", 5, got, sizeof(got), &vl) == 0 && memcmp(got, nv, 7) == 0);
+        CHECK_OK(qmdb_wait(db, h, NULL));
+        CHECK(qmdb_get_committed(db, "gamma", 5, got, sizeof(got), &vl) == 0 &&
+              memcmp(got, nv, 7) == 0);
+    }
     qmdb_batch_free(b);
     CHECK_OK(qmdb_close(db));
 }

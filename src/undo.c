@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * undo.c -- a block's pre-images (see undo.h): open addressing on the key hash, values in a
+ * bump arena reused from block to block.
+ */
+#include "undo.h"
+
+#include <stdlib.h>
+
+static size_t
+undo_slot(const u8 kh[32], size_t cap)
+{
+    u64 h;
+    memcpy(&h, kh + 8, 8); /* bytes past the shard and unit prefix: well spread */
+    return (size_t)h & (cap - 1);
+}
+
+void
+qm_undo_free(qm_undo *u)
+{
+    free(u->kh);
+    free(u->val);
+    free(u->used);
+    free(u->arena);
+    memset(u, 0, sizeof(*u));
+}
+
+void
+qm_undo_clear(qm_undo *u)
+{
+    if (u->n)
+        memset(u->used, 0, u->cap * sizeof(bool));
+    u->n = 0;
+    u->alen = 0;
+}
+
+static int
+undo_grow(qm_undo *u)
+{
+    size_t cap = u->cap ? u->cap * 2 : 256;
+    qm_undo nu = {0};
+    nu.kh = malloc(cap * 32);
+    nu.val = malloc(cap * sizeof(u64));
+    nu.used = calloc(cap, sizeof(bool));
+    if (!nu.kh || !nu.val || !nu.used) {
+        free(nu.kh);
+        free(nu.val);
+        free(nu.used);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < u->cap; i++) {
+        if (!u->used[i])
+            continue;
+        size_t j = undo_slot(u->kh[i], cap);
+        while (nu.used[j])
+            j = (j + 1) & (cap - 1);
+        memcpy(nu.kh[j], u->kh[i], 32);
+        nu.val[j] = u->val[i];
+        nu.used[j] = true;
+    }
+    free(u->kh);
+    free(u->val);
+    free(u->used);
+    u->kh = nu.kh;
+    u->val = nu.val;
+    u->used = nu.used;
+    u->cap = cap;
+    return 0;
+}
+
+int
+qm_undo_put(qm_undo *u, const u8 kh[32], const u8 *val, u32 vlen)
+{
+    if ((u->n + 1) * 2 > u->cap)
+        QM_RET(undo_grow(u));
+    size_t j = undo_slot(kh, u->cap);
+    for (; u->used[j]; j = (j + 1) & (u->cap - 1))
+        if (memcmp(u->kh[j], kh, 32) == 0)
+            return 0; /* the first write of the block keeps the pre-image */
+    u64 rec = UINT64_MAX;
+    if (val) {
+        if (u->alen + vlen > u->acap) {
+            size_t acap = QM_MAX(u->alen + vlen, u->acap * 2 + 65536);
+            u8 *a = realloc(u->arena, acap);
+            if (!a)
+                return -ENOMEM;
+            u->arena = a;
+            u->acap = acap;
+        }
+        memcpy(u->arena + u->alen, val, vlen);
+        rec = ((u64)u->alen << 24) | vlen;
+        u->alen += vlen;
+    }
+    memcpy(u->kh[j], kh, 32);
+    u->val[j] = rec;
+    u->used[j] = true;
+    u->n++;
+    return 0;
+}
+
+int
+qm_undo_get(const qm_undo *u, const u8 kh[32], const u8 **val, u32 *vlen)
+{
+    *val = NULL;
+    *vlen = 0;
+    if (u->n == 0)
+        return -1;
+    for (size_t j = undo_slot(kh, u->cap); u->used[j]; j = (j + 1) & (u->cap - 1)) {
+        if (memcmp(u->kh[j], kh, 32) != 0)
+            continue;
+        if (u->val[j] == UINT64_MAX)
+            return 0;
+        *val = u->arena + (u->val[j] >> 24);
+        *vlen = (u32)(u->val[j] & 0xFFFFFF);
+        return 1;
+    }
+    return -1;
+}
