@@ -189,7 +189,8 @@ typedef struct qmdb_read {
  * Reads many keys at once, as qmdb_get does one: the entries are fetched from the SSD in one
  * batch (io_uring at the read queue depth, or a pool of pread threads where io_uring is not
  * available or QMDB_NO_URING=1 is set). The entries stay cached for the next block, so a
- * read-modify-write reads each entry once. Returns 0 when every read has its own rc, or a
+ * read-modify-write reads each entry once; for an absent key the entry of its predecessor is
+ * fetched too (a create of it needs that), except in a read-only database. Returns 0 when every read has its own rc, or a
  * negative error (I/O, corruption) for the whole call.
  */
 QMDB_API int qmdb_get_many(qmdb_db *db, qmdb_read *reads, size_t n);

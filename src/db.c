@@ -662,7 +662,8 @@ db_get_many(qmdb_db *db, qmdb_read *reads, size_t n, bool committed)
                 pre[npre][i] = &db->undo[h & 1][i];
         pthread_mutex_unlock(&db->mu);
     }
-    int rc = qm_get_many(db->shard, db->rio, reads, n, pre, npre);
+    /* Reads of the applied state in a writable database are the next block's reads. */
+    int rc = qm_get_many(db->shard, db->rio, reads, n, pre, npre, !committed && !db->par.rdonly);
     pthread_rwlock_unlock(&db->rw);
     return rc;
 }

@@ -98,7 +98,9 @@ qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_reqs
             }
             u64 pos[PF_CAND_MAX];
             size_t nkey;
-            size_t n = qm_shard_op_positions(s, op->kh, op->vlen == 0, pos, PF_CAND_MAX, &nkey);
+            size_t n = qm_shard_op_positions(s, op->kh,
+                                             op->vlen == 0 ? QM_PRED_ALWAYS : QM_PRED_IF_ABSENT,
+                                             pos, PF_CAND_MAX, &nkey);
             QM_RET(pf_queue(q, s, direct, pos, n));
         }
     }
@@ -149,7 +151,7 @@ gm_pre(qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre, unsigned shard, cons
 
 int
 qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
-            qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre)
+            qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre, bool for_block)
 {
     u8(*kh)[32] = malloc(n * 32 + 1);
     gm_slot *slot = malloc(n * sizeof(*slot) + 1);
@@ -197,7 +199,8 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
             cand = nc;
         }
         size_t nkey;
-        size_t m = qm_shard_op_positions(s, kh[i], false, cand + ncand, PF_CAND_MAX, &nkey);
+        size_t m = qm_shard_op_positions(s, kh[i], for_block ? QM_PRED_IF_ABSENT : QM_PRED_NONE,
+                                         cand + ncand, PF_CAND_MAX, &nkey);
         if (nkey == SIZE_MAX) { /* unusual: many records share the prefix; plain lookup */
             slot[i].n = UINT32_MAX;
             continue;
@@ -228,9 +231,11 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
             break;
         }
         /* Its entries (or its predecessor's) are cached: a put of it needs no prefetch. */
-        pthread_mutex_lock(&s->warm_mu);
-        qm_warm_key_add(&s->warm, kh[i]);
-        pthread_mutex_unlock(&s->warm_mu);
+        if (for_block) {
+            pthread_mutex_lock(&s->warm_mu);
+            qm_warm_key_add(&s->warm, kh[i]);
+            pthread_mutex_unlock(&s->warm_mu);
+        }
         rd[i].rc = r;
         if (r)
             continue;

@@ -28,9 +28,11 @@ QM_HIDDEN int qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changese
 
 /* qmdb_get_many over the shards (rio may be NULL: synchronous reads). With npre > 0, the
  * pre-image maps pre[0..npre) (per shard, oldest in-flight block first) answer for the keys
- * they hold: the durable state. Returns 0 when every read has its own rc, or an I/O or
- * corruption error. */
+ * they hold: the durable state. for_block: the reads are those of the next block's
+ * read-modify-writes, so absent keys also fetch their predecessor (the create needs it) and
+ * the keys are marked for the prefetch stage. Returns 0 when every read has its own rc, or
+ * an I/O or corruption error. */
 QM_HIDDEN int qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
-                          qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre);
+                          qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre, bool for_block);
 
 #endif /* QM_PREFETCH_H */

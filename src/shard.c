@@ -75,8 +75,8 @@ qm_shard_warm_has(qm_shard *s, u64 pos)
 }
 
 size_t
-qm_shard_op_positions(const qm_shard *s, const u8 kh[32], bool del, u64 *out, size_t cap,
-                      size_t *nkey)
+qm_shard_op_positions(const qm_shard *s, const u8 kh[32], enum qm_pred pred, u64 *out,
+                      size_t cap, size_t *nkey)
 {
     size_t n = qm_index_find(&s->index, kh, out, cap);
     if (n > cap)
@@ -84,9 +84,9 @@ qm_shard_op_positions(const qm_shard *s, const u8 kh[32], bool del, u64 *out, si
     *nkey = n;
     if (n == SIZE_MAX)
         return 0;
-    /* No record with the key's prefix: the op is a create (if a put), so the predecessor is
-     * read; a delete reads it too. */
-    if (n == 0 || del) {
+    /* No record with the key's prefix: a put of it is a create, which reads the predecessor;
+     * a delete reads it too. */
+    if (pred == QM_PRED_ALWAYS || (pred == QM_PRED_IF_ABSENT && n == 0)) {
         u64 pc[16];
         size_t m = QM_MIN(qm_index_pred_candidates(&s->index, kh, pc, 16), (size_t)16);
         for (size_t i = 0; i < m && n < cap; i++) {

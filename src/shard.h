@@ -112,11 +112,13 @@ QM_HIDDEN void qm_shard_meta_fill(const qm_shard *s, qm_shard_meta *m);
 QM_HIDDEN int qm_shard_after_commit(qm_shard *s, u64 ft);
 
 /* Prefetch support: the log positions an operation on kh may read: its index candidates
- * (the first *nkey of out), then for deletes or likely creates (no candidate) the
- * predecessor's candidates. Writes up to cap, returns the count written. *nkey = SIZE_MAX
- * (and 0 returned) if the key has more than cap candidates. */
-QM_HIDDEN size_t qm_shard_op_positions(const qm_shard *s, const u8 kh[32], bool del, u64 *out,
-                                       size_t cap, size_t *nkey);
+ * (the first *nkey of out), then per pred the predecessor's candidates (deletes always read
+ * it; a put of a key with no candidate is a create, which does). Writes up to cap, returns
+ * the count written. *nkey = SIZE_MAX (and 0 returned) if the key has more than cap
+ * candidates. */
+enum qm_pred { QM_PRED_NONE, QM_PRED_IF_ABSENT, QM_PRED_ALWAYS };
+QM_HIDDEN size_t qm_shard_op_positions(const qm_shard *s, const u8 kh[32], enum qm_pred pred,
+                                       u64 *out, size_t cap, size_t *nkey);
 /* qm_shard_get over given candidate positions (from qm_shard_op_positions). */
 QM_HIDDEN int qm_shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen,
                               qm_ebuf *buf, qm_entry *e, u64 *pos);
