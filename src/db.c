@@ -911,7 +911,10 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
         st->compactions += s->compactions;
         pthread_mutex_lock(&s->warm_mu);
         st->warm_hits += s->warm.hits;
+        st->cache_dram_bytes += qm_warm_dram_bytes(&s->warm);
         pthread_mutex_unlock(&s->warm_mu);
+        st->cache_dram_bytes += qm_undo_dram_bytes(&db->undo[0][i]) +
+                                qm_undo_dram_bytes(&db->undo[1][i]);
     }
     st->batched_reads = db->rio ? qm_rio_reads(db->rio) : 0;
     st->sha256_compressions = __atomic_load_n(&db->compressions, __ATOMIC_RELAXED);

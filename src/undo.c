@@ -34,6 +34,12 @@ qm_undo_clear(qm_undo *u)
     u->alen = 0;
 }
 
+u64
+qm_undo_dram_bytes(const qm_undo *u)
+{
+    return (u64)u->cap * (32 + sizeof(u64) + sizeof(bool)) + u->acap;
+}
+
 static int
 undo_grow(qm_undo *u)
 {

@@ -27,6 +27,8 @@ typedef struct qm_undo {
 
 QM_HIDDEN void qm_undo_free(qm_undo *u);
 QM_HIDDEN void qm_undo_clear(qm_undo *u);
+/* DRAM held (table and arena). */
+QM_HIDDEN u64 qm_undo_dram_bytes(const qm_undo *u);
 /* Records kh's value before the block (val NULL: absent) unless kh has a record already. */
 QM_HIDDEN int qm_undo_put(qm_undo *u, const u8 kh[32], const u8 *val, u32 vlen);
 /* 1 with *val and *vlen set (value before the block), 0 with *val NULL (absent before the block),

@@ -36,6 +36,12 @@ qm_warm_clear(qm_warm *w)
     w->alen = 0;
 }
 
+u64
+qm_warm_dram_bytes(const qm_warm *w)
+{
+    return (u64)w->cap * 16 + w->acap + (u64)w->kcap * 8;
+}
+
 static u64
 kset_key(const u8 kh[32])
 {

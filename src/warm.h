@@ -39,6 +39,8 @@ QM_HIDDEN const u8 *qm_warm_get(qm_warm *w, u64 pos, u32 *len);
 /* As qm_warm_get, without counting a hit. */
 QM_HIDDEN const u8 *qm_warm_peek(const qm_warm *w, u64 pos, u32 *len);
 QM_HIDDEN void qm_warm_clear(qm_warm *w);
+/* DRAM held (tables, arena, key set). */
+QM_HIDDEN u64 qm_warm_dram_bytes(const qm_warm *w);
 /* The set of keys looked up for this block (silently skips when out of memory). */
 QM_HIDDEN void qm_warm_key_add(qm_warm *w, const u8 kh[32]);
 QM_HIDDEN bool qm_warm_key_has(const qm_warm *w, const u8 kh[32]);

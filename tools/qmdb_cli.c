@@ -414,6 +414,8 @@ cmd_stat(int argc, char **argv, bool check)
     printf("dram bytes per live entry: %.2f (indexer %.2f, tree %.2f)\n",
            (double)(st.index_dram_bytes + st.tree_dram_bytes) / live,
            (double)st.index_dram_bytes / live, (double)st.tree_dram_bytes / live);
+    printf("dram of per-block buffers: %" PRIu64 " bytes (warm caches, pre-images)\n",
+           st.cache_dram_bytes);
     printf("ssd bytes per live entry: %.2f (entry files %.2f, twig files %.2f; total %" PRIu64
            " bytes)\n",
            (double)st.ssd_bytes / live, (double)st.entry_file_bytes / live,

@@ -140,6 +140,7 @@ equivalence_round(uint64_t thres, uint32_t aflags, unsigned blocks)
     CHECK_EQ_U64(st.height, blocks);
     CHECK(st.batched_reads > 0);
     CHECK(st.warm_hits > 0);
+    CHECK(st.cache_dram_bytes > 0 && st.cache_dram_bytes < (1u << 30));
     CHECK(st.sha256_compressions > 0);
     CHECK_EQ_U64(st.blocks_committed, blocks);
     if (thres == 1)
