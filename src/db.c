@@ -77,8 +77,8 @@ struct qmdb_db {
     pthread_t flusher;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    u64 submitted;     /* last block whose update stage finished */
-    u64 applied;       /* the same, set before the writer lock is released (readers) */
+    u64 submitted;     /* last block whose update stage finished (set under mu before the
+                        * writer lock is released, so readers see it with its writes) */
     qm_undo undo[2][QM_SHARD_COUNT]; /* pre-images of the in-flight blocks, by height & 1 */
     u64 hashed;        /* last block whose hash stage finished */
     bool job_ready;    /* a block waits for its hash and flush stages */
@@ -526,7 +526,7 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
         for (unsigned s = 0; s < QM_SHARD_COUNT && f; s++)
             db->shard[s].trace = s == 0 ? f : fdopen(dup(fileno(f)), "a");
     }
-    db->submitted = db->hashed = db->applied = db->meta.height;
+    db->submitted = db->hashed = db->meta.height;
     QM_TRY(db_pipeline_start(db, opt));
 out:
     if (rc) {
@@ -624,12 +624,8 @@ qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_
     int rc = qm_shard_get(s, kh, key, (u32)klen, &eb, &e, &pos);
     /* A read between blocks is usually the read of a read-modify-write: keep the entry so
      * that applying the write in the next block does not read it from the log again. */
-    if (!rc && !db->par.rdonly) {
-        qm_shard_warm_put(s, pos, eb.p, e.stored_len);
-        pthread_mutex_lock(&s->warm_mu);
-        qm_warm_key_add(&s->warm, kh);
-        pthread_mutex_unlock(&s->warm_mu);
-    }
+    if (!rc && !db->par.rdonly)
+        qm_shard_warm_put(s, pos, eb.p, e.stored_len, kh);
     pthread_rwlock_unlock(&db->rw);
     if (!rc) {
         *vlen = e.vlen;
@@ -654,10 +650,10 @@ db_get_many(qmdb_db *db, qmdb_read *reads, size_t n, bool committed)
     qm_undo *pre[2][QM_SHARD_COUNT];
     unsigned npre = 0;
     if (committed) {
-        /* Blocks durable+1 .. applied are in flight (at most two); their maps stay intact
+        /* Blocks durable+1 .. submitted are in flight (at most two); their maps stay intact
          * while the reader lock is held. */
         pthread_mutex_lock(&db->mu);
-        for (u64 h = db->meta.height + 1; h <= db->applied && npre < 2; h++, npre++)
+        for (u64 h = db->meta.height + 1; h <= db->submitted && npre < 2; h++, npre++)
             for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
                 pre[npre][i] = &db->undo[h & 1][i];
         pthread_mutex_unlock(&db->mu);
@@ -711,7 +707,7 @@ db_update(qmdb_db *db, u64 h)
         QM_TRY(qm_prefetch_block(db->shard, db->rio, &db->cs, &db->preq));
     QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_update, db));
     pthread_mutex_lock(&db->mu);
-    db->applied = h;
+    db->submitted = h;
     pthread_mutex_unlock(&db->mu);
 out:
     pthread_rwlock_unlock(&db->rw);
@@ -825,14 +821,13 @@ qmdb_submit(qmdb_db *db, uint64_t height, const qmdb_batch *b)
     rc = db->bg_rc;
     pthread_mutex_unlock(&db->mu);
     QM_TRY(rc);
-    QM_TRY(db_update(db, height));
+    QM_TRY(db_update(db, height)); /* sets submitted */
     /* Hand over once the flush stage of the block before is done (two blocks in flight). */
     pthread_mutex_lock(&db->mu);
     while (db->job_ready && !db->bg_rc)
         pthread_cond_wait(&db->cv, &db->mu);
     rc = db->bg_rc;
     if (!rc) {
-        db->submitted = height;
         db->job_height = height;
         db->job_ready = true;
         pthread_cond_broadcast(&db->cv);

@@ -75,7 +75,35 @@ pf_done(void *arg, const qm_rreq *r, const u8 *data, size_t got, int rc)
         return; /* the synchronous read later reports any real error */
     u32 len = qm_entry_len_from_header(data);
     if (len <= got)
-        qm_shard_warm_put(&shards[r->shard], r->tag, data, len);
+        qm_shard_warm_put(&shards[r->shard], r->tag, data, len, NULL);
+}
+
+/* Orders reads by shard (rio's requirement for its pread pool), then by offset. */
+static int
+req_cmp(const void *a, const void *b)
+{
+    const qm_rreq *x = a, *y = b;
+    if (x->shard != y->shard)
+        return x->shard < y->shard ? -1 : 1;
+    if (x->fd != y->fd)
+        return x->fd < y->fd ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Sorts a batch of reads by shard (rio's requirement for its pread pool) and offset, drops
+ * repeats (two keys of a batch may share a candidate or a predecessor), and runs it. */
+static int
+pf_run(qm_reqs *q, qm_rio *rio, qm_shard *shards)
+{
+    if (q->n == 0)
+        return 0;
+    qsort(q->r, q->n, sizeof(*q->r), req_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < q->n; i++)
+        if (k == 0 || q->r[i].fd != q->r[k - 1].fd || q->r[i].off != q->r[k - 1].off)
+            q->r[k++] = q->r[i];
+    q->n = k;
+    return qm_rio_run(rio, q->r, q->n, pf_done, shards);
 }
 
 int
@@ -104,25 +132,26 @@ qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_reqs
             QM_RET(pf_queue(q, s, direct, pos, n));
         }
     }
-    return qm_rio_run(rio, q->r, q->n, pf_done, shards);
+    return pf_run(q, rio, shards);
 }
 
-/* Orders reads by shard (rio's requirement for its pread pool), then by offset. */
-static int
-req_cmp(const void *a, const void *b)
+/* Hands a found value to a read: copied, or QMDB_BUFFER_TOO_SMALL with the length set. */
+static void
+gm_value(qmdb_read *r, const u8 *v, u32 vl)
 {
-    const qm_rreq *x = a, *y = b;
-    if (x->shard != y->shard)
-        return x->shard < y->shard ? -1 : 1;
-    if (x->fd != y->fd)
-        return x->fd < y->fd ? -1 : 1;
-    return x->off < y->off ? -1 : x->off > y->off;
+    r->vlen = vl;
+    if (r->cap < vl)
+        r->rc = QMDB_BUFFER_TOO_SMALL;
+    else
+        memcpy(r->buf, v, vl);
 }
 
-/* Candidate positions of one read of a batch: cand[off, off + n). */
+/* Candidate positions of one read of a batch: cand[off, off + n), or one of: */
 typedef struct gm_slot {
     u32 off, n;
 } gm_slot;
+#define GM_PLAIN UINT32_MAX          /* too many candidates: a plain lookup */
+#define GM_ANSWERED (UINT32_MAX - 1) /* answered from a pre-image */
 
 /* Answers a read from the in-flight blocks' pre-images; false if none holds the key. */
 static bool
@@ -135,15 +164,10 @@ gm_pre(qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre, unsigned shard, cons
         int got = qm_undo_get(pre[k][shard], kh, &v, &vl);
         if (got < 0)
             continue;
-        if (got == 0) {
+        if (got == 0)
             r->rc = QMDB_NOTFOUND;
-            return true;
-        }
-        r->vlen = vl;
-        if (r->cap < vl)
-            r->rc = QMDB_BUFFER_TOO_SMALL;
         else
-            memcpy(r->buf, v, vl);
+            gm_value(r, v, vl);
         return true;
     }
     return false;
@@ -186,7 +210,7 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
         qm_sha256(rd[i].key, rd[i].klen, kh[i]);
         qm_shard *s = &shards[qm_shard_of(kh[i])];
         if (npre && gm_pre(pre, npre, s->id, kh[i], &rd[i])) {
-            slot[i].n = UINT32_MAX - 1; /* answered */
+            slot[i].n = GM_ANSWERED;
             continue;
         }
         if (ccap - ncand < PF_CAND_MAX) {
@@ -202,7 +226,7 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
         size_t m = qm_shard_op_positions(s, kh[i], for_block ? QM_PRED_IF_ABSENT : QM_PRED_NONE,
                                          cand + ncand, PF_CAND_MAX, &nkey);
         if (nkey == SIZE_MAX) { /* unusual: many records share the prefix; plain lookup */
-            slot[i].n = UINT32_MAX;
+            slot[i].n = GM_PLAIN;
             continue;
         }
         slot[i].off = (u32)ncand;
@@ -211,18 +235,16 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
             QM_TRY(pf_queue(&q, s, qm_rio_direct(rio), cand + ncand, m));
         ncand += m;
     }
-    if (rio && q.n) {
-        qsort(q.r, q.n, sizeof(*q.r), req_cmp);
-        QM_TRY(qm_rio_run(rio, q.r, q.n, pf_done, shards));
-    }
+    if (rio && q.n)
+        QM_TRY(pf_run(&q, rio, shards));
     /* Pass 2: compare full keys (entries now come from the warm caches). */
     for (size_t i = 0; i < n; i++) {
-        if (rd[i].rc || slot[i].n == UINT32_MAX - 1)
+        if (rd[i].rc || slot[i].n == GM_ANSWERED)
             continue;
         qm_shard *s = &shards[qm_shard_of(kh[i])];
         qm_entry e;
         u64 pos;
-        int r = slot[i].n == UINT32_MAX
+        int r = slot[i].n == GM_PLAIN
                     ? qm_shard_get(s, kh[i], rd[i].key, (u32)rd[i].klen, &b, &e, &pos)
                     : qm_shard_get_in(s, cand + slot[i].off, slot[i].n, rd[i].key,
                                       (u32)rd[i].klen, &b, &e, &pos);
@@ -237,13 +259,8 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
             pthread_mutex_unlock(&s->warm_mu);
         }
         rd[i].rc = r;
-        if (r)
-            continue;
-        rd[i].vlen = e.vlen;
-        if (rd[i].cap < e.vlen)
-            rd[i].rc = QMDB_BUFFER_TOO_SMALL;
-        else
-            memcpy(rd[i].buf, e.value, e.vlen);
+        if (!r)
+            gm_value(&rd[i], e.value, e.vlen);
     }
 out:
     qm_ebuf_free(&b);

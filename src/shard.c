@@ -57,10 +57,12 @@ qm_shard_init_common(qm_shard *s)
 }
 
 void
-qm_shard_warm_put(qm_shard *s, u64 pos, const u8 *bytes, u32 len)
+qm_shard_warm_put(qm_shard *s, u64 pos, const u8 *bytes, u32 len, const u8 *kh)
 {
     pthread_mutex_lock(&s->warm_mu);
     qm_warm_put(&s->warm, pos, bytes, len);
+    if (kh)
+        qm_warm_key_add(&s->warm, kh);
     pthread_mutex_unlock(&s->warm_mu);
 }
 
@@ -539,14 +541,6 @@ shard_twig_start(const qm_shard *s, u64 id)
     if (id == t->ntwigs - 1 && (t->next_sn & QM_TWIG_MASK) == 0)
         return s->entries.size;
     return t->twigs[id].first_pos;
-}
-
-int
-qm_shard_sync(qm_shard *s)
-{
-    QM_RET(qm_hpfile_sync(&s->entries));
-    QM_RET(qm_hpfile_sync(&s->twigs));
-    return qm_hpfile_sync(&s->tmeta);
 }
 
 void

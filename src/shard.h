@@ -3,10 +3,10 @@
  * shard.h -- one of the 16 shards: its entry log, twig files, Merkle tree, indexer and
  * compaction cursor, and the operations of FORMAT.md §6-§7 on them (the updater).
  *
- * A shard owns all of its state; shards share nothing, so each can later get its own updater
- * and flusher thread. The block-level driver (db.c) feeds each shard its operations in
- * transaction order, then calls qm_shard_seal (hash), qm_shard_sync (durable), and after the
- * metadata is written, qm_shard_after_commit (prune files).
+ * A shard owns all of its state; shards share nothing, so they run as parallel jobs. The
+ * block pipeline (db.c) feeds each shard its operations in transaction order (update stage),
+ * then calls qm_shard_seal (hash stage); the files are made durable through hpfile sync
+ * tickets (flush stage), and once the metadata is durable qm_shard_after_commit prunes.
  *
  * Files of shard XX (two hex digits) in the database directory:
  *   sXX.entries.NNNNNNNNNN  entry-log segments (hpfile; entry layout in entry.h)
@@ -103,8 +103,6 @@ QM_HIDDEN int qm_shard_apply(qm_shard *s, u64 height, const qm_op *ops, size_t n
 QM_HIDDEN int qm_shard_seal(qm_shard *s);
 /* Decides which twigs can be pruned at `height` (recorded in the next metadata). */
 QM_HIDDEN void qm_shard_plan_prune(qm_shard *s, u64 height);
-/* Makes the shard's appended data durable (entry, twig and twig-meta files). */
-QM_HIDDEN int qm_shard_sync(qm_shard *s);
 /* Fills the shard's metadata record. */
 QM_HIDDEN void qm_shard_meta_fill(const qm_shard *s, qm_shard_meta *m);
 /* After metadata with first_twig ft is durable: frees those twigs, deletes the pruned
@@ -122,8 +120,9 @@ QM_HIDDEN size_t qm_shard_op_positions(const qm_shard *s, const u8 kh[32], enum 
 /* qm_shard_get over given candidate positions (from qm_shard_op_positions). */
 QM_HIDDEN int qm_shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen,
                               qm_ebuf *buf, qm_entry *e, u64 *pos);
-/* Caches an entry read for this block (thread-safe). */
-QM_HIDDEN void qm_shard_warm_put(qm_shard *s, u64 pos, const u8 *bytes, u32 len);
+/* Caches an entry read for this block (thread-safe); with kh, also marks that key as read
+ * for the block (its prefetch is then skipped, see warm.h). */
+QM_HIDDEN void qm_shard_warm_put(qm_shard *s, u64 pos, const u8 *bytes, u32 len, const u8 *kh);
 /* True when the entry at pos is cached (thread-safe). */
 QM_HIDDEN bool qm_shard_warm_has(qm_shard *s, u64 pos);
 /* Per-shard setup shared by create and open. */
