@@ -101,7 +101,20 @@ typedef struct qmdb_options {
     uint32_t flags;              /**< QMDB_OPEN_* flags */
     uint32_t read_queue_depth;   /**< batched reads (prefetch, qmdb_get_many) kept in flight
                                       with io_uring; default 64 */
+    uint32_t indexer;            /**< QMDB_INDEXER_MEMORY (default) or QMDB_INDEXER_HYBRID;
+                                      chosen at every create and open (roots never depend on
+                                      it). The environment variable QMDB_INDEXER=memory|hybrid
+                                      overrides it. */
 } qmdb_options;
+
+/** The in-memory indexer: about 10 bytes of DRAM per live entry; every open scans the log. */
+#define QMDB_INDEXER_MEMORY 0u
+/** The hybrid indexer: records on SSD (files sXX.hix) in sorted runs, a sparse index and an
+ *  overlay of recent changes in DRAM (about 1-2 bytes per live entry), merged by a background
+ *  thread. qmdb_close writes a checkpoint; a QMDB_OPEN_FAST open of a cleanly closed database
+ *  then reads it instead of scanning the log. After a crash, or in a verifying open, the
+ *  index is rebuilt from the log. */
+#define QMDB_INDEXER_HYBRID 1u
 
 /** Open flag: skip hashing the entries of full twigs at open. By default open hashes every
  *  unpruned entry and checks it against the stored twig trees, so a corrupt byte anywhere in
@@ -264,6 +277,12 @@ typedef struct qmdb_stats {
     uint64_t total_entries;      /**< entries ever appended (sum of next serial numbers) */
     uint64_t unpruned_entries;   /**< entries still on disk (not pruned) */
     uint64_t index_dram_bytes;   /**< DRAM used by the indexer */
+    uint64_t index_ssd_bytes;    /**< hybrid indexer: bytes of its run files */
+    uint64_t index_merges;       /**< hybrid indexer: overlay merges installed since open */
+    uint64_t index_page_reads;   /**< hybrid indexer: run pages read by lookups since open */
+    uint32_t indexer;            /**< QMDB_INDEXER_* in use */
+    uint32_t index_resumed_shards; /**< shards whose index was loaded from its checkpoint at
+                                        open (0..16; 0 = rebuilt from the log or in-memory) */
     uint64_t tree_dram_bytes;    /**< DRAM used by twigs, ActiveBits and upper trees */
     uint64_t cache_dram_bytes;   /**< DRAM of per-block buffers: warm-entry caches and the
                                       in-flight blocks' pre-images (scale with the block

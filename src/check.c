@@ -146,67 +146,91 @@ seg_name(const qm_hpfile *f, u64 pos, char *out, size_t cap)
              pos % f->seg_size);
 }
 
+/* State of the index walk of one shard (items 4 and 5). */
+typedef struct ixwalk {
+    chk *c;
+    qm_shard *s;
+    u64 sn0, n, cap;
+    u8 *seen;
+    link *links;
+    qm_ebuf buf;
+    u8 prev[6];
+    bool have_prev;
+} ixwalk;
+
+/* One index record: its entry must be live, carry the record's key hash, and be indexed once. */
+static int
+check_record(void *arg, const u8 key6[6], u64 pos)
+{
+    ixwalk *w = arg;
+    chk *c = w->c;
+    qm_shard *s = w->s;
+    const qm_tree *t = &s->tree;
+    char where[4200];
+    if (w->have_prev && memcmp(w->prev, key6, 6) > 0)
+        report(c, "shard %u index: records out of order at log offset %" PRIu64, s->id, pos);
+    memcpy(w->prev, key6, 6);
+    w->have_prev = true;
+    seg_name(&s->entries, pos, where, sizeof(where));
+    qm_entry e;
+    int erc = qm_shard_read_entry(s, pos, &w->buf, &e);
+    if (erc) {
+        report(c, "%s: indexed entry unreadable: %s (%s)", where, qmdb_strerror(erc),
+               s->err->msg);
+        return 0;
+    }
+    u8 kh[32];
+    qm_entry_key_hash(e.key, e.klen, e.vlen, kh);
+    if ((kh[0] >> 4) != s->id || memcmp(kh, key6, 6) != 0)
+        report(c, "%s: entry SN %" PRIu64 " has a key hash that does not match its "
+               "index record (shard %u)", where, e.sn, s->id);
+    if (e.sn < w->sn0 || e.sn >= t->next_sn || !qm_tree_is_active(t, e.sn)) {
+        report(c, "%s: indexed entry SN %" PRIu64 " is not active in the ActiveBits", where,
+               e.sn);
+        return 0;
+    }
+    u64 k = e.sn - w->sn0;
+    if (w->seen[k / 8] & (1u << (k % 8)))
+        report(c, "%s: SN %" PRIu64 " is indexed twice", where, e.sn);
+    w->seen[k / 8] |= (u8)(1u << (k % 8));
+    if (w->n < w->cap) {
+        memcpy(w->links[w->n].kh, kh, 32);
+        memcpy(w->links[w->n].next, e.next_key_hash, 32);
+        w->links[w->n].pos = pos;
+        w->n++;
+    }
+    return 0;
+}
+
 /* Items 4 and 5 for one shard. */
 static int
 check_shard(chk *c, qm_shard *s)
 {
     qm_tree *t = &s->tree;
     u64 sn0 = t->first_twig << QM_TWIG_SHIFT, nsn = t->next_sn - sn0;
-    u8 *seen = calloc(nsn / 8 + 1, 1);
-    link *links = malloc((s->index.count ? s->index.count : 1) * sizeof(link));
-    qm_ebuf buf = {0};
+    u64 count = qm_ix_count(&s->index);
+    ixwalk w = {.c = c, .s = s, .sn0 = sn0, .cap = count};
+    w.seen = calloc(nsn / 8 + 1, 1);
+    w.links = malloc((count ? count : 1) * sizeof(link));
+    link *links = w.links;
     int rc = 0;
-    if (!seen || !links) {
+    char where[4200];
+    if (!w.seen || !links) {
         rc = -ENOMEM;
         goto out;
     }
-    u64 n = 0;
-    char where[4200];
-    for (unsigned u = 0; u < QM_UNITS_PER_SHARD; u++) {
-        const qm_index_unit *un = &s->index.units[u];
-        for (u32 i = 0; i < un->n; i++) {
-            const u8 *r = un->recs + (size_t)i * QM_INDEX_REC;
-            u64 pos = qm_get_u48be(r + QM_INDEX_KEY) << 3;
-            if (i > 0 && memcmp(r - QM_INDEX_REC, r, QM_INDEX_KEY) > 0)
-                report(c, "shard %u index: unit %u is not sorted at record %u", s->id, u, i);
-            seg_name(&s->entries, pos, where, sizeof(where));
-            qm_entry e;
-            int erc = qm_shard_read_entry(s, pos, &buf, &e);
-            if (erc) {
-                report(c, "%s: indexed entry unreadable: %s (%s)", where, qmdb_strerror(erc),
-                       s->err->msg);
-                continue;
-            }
-            u8 kh[32];
-            qm_entry_key_hash(e.key, e.klen, e.vlen, kh);
-            unsigned ku = ((unsigned)(kh[0] & 0x0f) << 8) | kh[1];
-            if ((kh[0] >> 4) != s->id || ku != u || memcmp(kh + 2, r, QM_INDEX_KEY) != 0)
-                report(c, "%s: entry SN %" PRIu64 " has a key hash that does not match its "
-                       "index record (shard %u unit %u)", where, e.sn, s->id, u);
-            if (e.sn < sn0 || e.sn >= t->next_sn || !qm_tree_is_active(t, e.sn)) {
-                report(c, "%s: indexed entry SN %" PRIu64 " is not active in the ActiveBits",
-                       where, e.sn);
-                continue;
-            }
-            u64 k = e.sn - sn0;
-            if (seen[k / 8] & (1u << (k % 8)))
-                report(c, "%s: SN %" PRIu64 " is indexed twice", where, e.sn);
-            seen[k / 8] |= (u8)(1u << (k % 8));
-            if (n < s->index.count) {
-                memcpy(links[n].kh, kh, 32);
-                memcpy(links[n].next, e.next_key_hash, 32);
-                links[n].pos = pos;
-                n++;
-            }
-        }
+    rc = qm_ix_foreach(&s->index, s->id, check_record, &w);
+    if (rc) {
+        report(c, "shard %u index: %s (%s)", s->id, qmdb_strerror(rc), s->err->msg);
+        rc = 0;
     }
+    u64 n = w.n;
     u64 active = 0;
     for (u64 id = t->first_twig; id < t->ntwigs; id++)
         active += t->twigs[id].nactive;
-    if (active != s->index.count || active != s->live)
+    if (active != count || active != s->live)
         report(c, "shard %u: %" PRIu64 " active bits, %" PRIu64 " index records, %" PRIu64
-               " live entries in META: they must be equal", s->id, active, s->index.count,
-               s->live);
+               " live entries in META: they must be equal", s->id, active, count, s->live);
     qsort(links, n, sizeof(link), link_cmp);
     for (u64 i = 0; i < n; i++) {
         u8 want[32];
@@ -228,9 +252,9 @@ check_shard(chk *c, qm_shard *s)
                   memcmp(links[0].kh + 2, (const u8[30]){0}, 30) != 0))
         report(c, "shard %u: its first sentry is not live", s->id);
 out:
-    free(seen);
+    free(w.seen);
     free(links);
-    qm_ebuf_free(&buf);
+    qm_ebuf_free(&w.buf);
     return rc;
 }
 

@@ -167,6 +167,13 @@ job_shard_open(void *arg, size_t i)
 }
 
 static int
+job_shard_checkpoint(void *arg, size_t i)
+{
+    qmdb_db *db = arg;
+    return qm_shard_checkpoint(&db->shard[i], db->meta.height);
+}
+
+static int
 job_shard_sync(void *arg, size_t i)
 {
     qm_meta *m = ((void **)arg)[1];
@@ -222,6 +229,25 @@ qmdb_options_init(qmdb_options *o)
     o->twig_segment_bytes = 128ull << 20;
     o->history_blocks = 100000;
     o->flags = 0;
+    o->indexer = QMDB_INDEXER_MEMORY;
+}
+
+/* The indexer of this open: options->indexer, unless QMDB_INDEXER=memory|hybrid overrides
+ * it (tests run the whole suite both ways); QMDB_HIX_MERGE sets the hybrid merge size. */
+static int
+indexer_params(const qmdb_options *o, qm_params *par, qm_err *err)
+{
+    const char *env = getenv("QMDB_INDEXER");
+    u32 kind = o->indexer;
+    if (env && *env)
+        kind = strcmp(env, "hybrid") == 0 ? QMDB_INDEXER_HYBRID : QMDB_INDEXER_MEMORY;
+    if (kind != QMDB_INDEXER_MEMORY && kind != QMDB_INDEXER_HYBRID)
+        return qm_err_set(err, QMDB_INVALID, "indexer must be QMDB_INDEXER_MEMORY or "
+                          "QMDB_INDEXER_HYBRID");
+    par->hybrid = kind == QMDB_INDEXER_HYBRID;
+    const char *m = getenv("QMDB_HIX_MERGE");
+    par->hix_merge = m && *m ? strtoull(m, NULL, 10) : 0;
+    return 0;
 }
 
 static int
@@ -438,6 +464,7 @@ qmdb_create(const char *dir, const qmdb_options *opt)
     db->par.history_blocks = opt->history_blocks;
     db->par.entry_seg = opt->entry_segment_bytes;
     db->par.twig_seg = opt->twig_segment_bytes;
+    QM_TRY(indexer_params(opt, &db->par, &db->err));
     QM_TRY(db_lock(db));
     QM_TRY(db_pools_new(db));
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
@@ -496,6 +523,8 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
                                                                   : db->meta.history_blocks;
     db->par.entry_seg = db->meta.entry_seg;
     db->par.twig_seg = db->meta.twig_seg;
+    db->par.height = db->meta.height;
+    QM_TRY(indexer_params(opt, &db->par, &db->err));
     QM_TRY(db_pools_new(db));
     QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_open, db));
     u8 root[32];
@@ -552,8 +581,14 @@ qmdb_close(qmdb_db *db)
         pthread_mutex_unlock(&db->mu);
         pthread_join(db->flusher, NULL);
     }
+    /* Hybrid indexer: a checkpoint of the committed state, so the next open skips the log
+     * scan. Only when every applied block is durable; a failure costs the next open a
+     * rebuild, never data. */
+    int rc = 0;
+    if (!db->par.rdonly && db->par.hybrid && !db_fatal(db) && db->submitted == db->meta.height)
+        rc = qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_checkpoint, db);
     db_free(db);
-    return 0;
+    return rc;
 }
 
 const char *
@@ -702,6 +737,9 @@ db_update(qmdb_db *db, u64 h)
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
         qm_undo_clear(&db->undo[h & 1][i]);
         db->shard[i].undo = &db->undo[h & 1][i];
+        /* Hybrid indexer: install a finished merge, start the next (writer lock held). */
+        if (db->shard[i].index.hyb)
+            QM_TRY(qm_hix_maintain(db->shard[i].index.hyb));
     }
     if (db->rio)
         QM_TRY(qm_prefetch_block(db->shard, db->rio, &db->cs, &db->preq));
@@ -899,7 +937,14 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
         st->live_with_sentries += s->live;
         st->total_entries += s->tree.next_sn;
         st->unpruned_entries += s->tree.next_sn - (s->tree.first_twig << QM_TWIG_SHIFT);
-        st->index_dram_bytes += qm_index_dram_bytes(&s->index);
+        st->index_dram_bytes += qm_ix_dram_bytes(&s->index);
+        if (s->index.hyb) {
+            st->index_ssd_bytes += qm_hix_ssd_bytes(s->index.hyb);
+            st->index_merges += qm_hix_merges(s->index.hyb);
+            st->index_page_reads += qm_hix_page_reads(s->index.hyb);
+            st->indexer = QMDB_INDEXER_HYBRID;
+        }
+        st->index_resumed_shards += s->index_resumed;
         st->tree_dram_bytes += qm_tree_dram_bytes(&s->tree);
         st->entry_file_bytes += qm_hpfile_disk_bytes(&s->entries);
         st->twig_file_bytes += qm_hpfile_disk_bytes(&s->twigs) + qm_hpfile_disk_bytes(&s->tmeta);
@@ -917,8 +962,8 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
     st->pipeline = db->pipeline;
     st->io_uring = db->rio && qm_rio_uring(db->rio);
     st->live_entries = st->live_with_sentries - QM_SHARD_COUNT * QM_SENTRIES_PER_SHARD;
-    st->ssd_bytes = st->entry_file_bytes + st->twig_file_bytes + 32 * (db->meta.height + 1) +
-                    2 * QM_META_SLOT;
+    st->ssd_bytes = st->entry_file_bytes + st->twig_file_bytes + st->index_ssd_bytes +
+                    32 * (db->meta.height + 1) + 2 * QM_META_SLOT;
     st->pruned_twigs = db->pruned_twigs;
     st->compact_thres = db->par.compact_thres;
     st->utilization_ratio = db->par.util_ratio;

@@ -105,6 +105,43 @@ qm_index_pred_candidates(const qm_index *xc, const u8 kh[32], u64 *out, size_t c
     return cnt;
 }
 
+bool
+qm_index_below(const qm_index *xc, const u8 kh[32], qm_index_dead_fn dead, const void *arg,
+               u8 key6[6])
+{
+    qm_index *x = (qm_index *)xc;
+    const qm_index_unit *u = idx_unit(x, kh);
+    for (u32 i = idx_lower_bound(u, kh + 2); i > 0; i--) {
+        const u8 *r = u->recs + (size_t)(i - 1) * QM_INDEX_REC;
+        if (dead && dead(arg, rec_pos(r)))
+            continue;
+        key6[0] = kh[0];
+        key6[1] = kh[1];
+        memcpy(key6 + 2, r, QM_INDEX_KEY);
+        return true;
+    }
+    return false;
+}
+
+int
+qm_index_foreach(const qm_index *x, unsigned shard, qm_index_fn fn, void *arg)
+{
+    u8 key6[6];
+    for (unsigned u = 0; u < QM_UNITS_PER_SHARD; u++) {
+        const qm_index_unit *un = &x->units[u];
+        key6[0] = (u8)((shard << 4) | (u >> 8));
+        key6[1] = (u8)u;
+        for (u32 i = 0; i < un->n; i++) {
+            const u8 *r = un->recs + (size_t)i * QM_INDEX_REC;
+            memcpy(key6 + 2, r, QM_INDEX_KEY);
+            int rc = fn(arg, key6, rec_pos(r));
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
 static int
 unit_grow(qm_index *x, qm_index_unit *u, u32 need)
 {

@@ -59,6 +59,17 @@ QM_HIDDEN int qm_index_replace(qm_index *x, const u8 kh[32], u64 old_pos, u64 ne
 QM_HIDDEN int qm_index_bulk_add(qm_index *x, const u8 kh[32], u64 pos);
 QM_HIDDEN void qm_index_bulk_finish(qm_index *x);
 
+/* The largest record key below kh's 6-byte prefix in kh's unit whose position dead() (may
+ * be NULL) does not reject, as key-hash bytes [0..6). False if there is none. */
+typedef bool (*qm_index_dead_fn)(const void *arg, u64 pos);
+QM_HIDDEN bool qm_index_below(const qm_index *x, const u8 kh[32], qm_index_dead_fn dead,
+                              const void *arg, u8 key6[6]);
+
+/* Every record in key order (units in order; within a key, any order): fn(arg, key-hash
+ * bytes [0..6), position); a nonzero return stops the walk and is returned. */
+typedef int (*qm_index_fn)(void *arg, const u8 key6[6], u64 pos);
+QM_HIDDEN int qm_index_foreach(const qm_index *x, unsigned shard, qm_index_fn fn, void *arg);
+
 /* DRAM bytes held (records + unit headers). */
 QM_HIDDEN u64 qm_index_dram_bytes(const qm_index *x);
 

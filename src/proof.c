@@ -237,7 +237,8 @@ find_latest(qm_shard *s, const u8 kh[32], const u8 *key, size_t klen, qm_ebuf *e
     }
     f->kind = QM_PROOF_ABSENT;
     u64 cand[16];
-    size_t n = qm_index_pred_candidates(&s->index, kh, cand, QM_ARRAY_LEN(cand));
+    size_t n;
+    QM_RET(qm_ix_pred(&s->index, kh, cand, QM_ARRAY_LEN(cand), &n));
     if (n == 0 || n > QM_ARRAY_LEN(cand))
         return QM_CORRUPT(s->err, "shard %u: no usable predecessor candidates (%zu)", s->id, n);
     u8 best[32];

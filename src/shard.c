@@ -77,10 +77,14 @@ qm_shard_warm_has(qm_shard *s, u64 pos)
 }
 
 size_t
-qm_shard_op_positions(const qm_shard *s, const u8 kh[32], enum qm_pred pred, u64 *out,
+qm_shard_op_positions(qm_shard *s, const u8 kh[32], enum qm_pred pred, u64 *out,
                       size_t cap, size_t *nkey)
 {
-    size_t n = qm_index_find(&s->index, kh, out, cap);
+    size_t n;
+    if (qm_ix_find(&s->index, kh, out, cap, &n) != 0) {
+        *nkey = SIZE_MAX; /* the caller's synchronous lookup reports the error */
+        return 0;
+    }
     if (n > cap)
         n = SIZE_MAX; /* more records than fit: the caller reads synchronously */
     *nkey = n;
@@ -90,7 +94,10 @@ qm_shard_op_positions(const qm_shard *s, const u8 kh[32], enum qm_pred pred, u64
      * a delete reads it too. */
     if (pred == QM_PRED_ALWAYS || (pred == QM_PRED_IF_ABSENT && n == 0)) {
         u64 pc[16];
-        size_t m = QM_MIN(qm_index_pred_candidates(&s->index, kh, pc, 16), (size_t)16);
+        size_t m = 0;
+        if (qm_ix_pred(&s->index, kh, pc, 16, &m) != 0)
+            m = 0; /* the update stage's own lookup reports the error */
+        m = QM_MIN(m, (size_t)16);
         for (size_t i = 0; i < m && n < cap; i++) {
             bool dup = false;
             for (size_t j = 0; j < n && !dup; j++)
@@ -212,7 +219,8 @@ qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf
              u64 *pos)
 {
     u64 cand[16];
-    size_t n = qm_index_find(&s->index, kh, cand, QM_ARRAY_LEN(cand));
+    size_t n;
+    QM_RET(qm_ix_find(&s->index, kh, cand, QM_ARRAY_LEN(cand), &n));
     if (n > QM_ARRAY_LEN(cand))
         return QM_CORRUPT(s->err, "shard %u: %zu index records share one key-hash prefix", s->id,
                           n);
@@ -226,7 +234,8 @@ static int
 shard_pred(qm_shard *s, const u8 kh[32], qm_ebuf *buf, qm_entry *e, u64 *pos, u8 pkh[32])
 {
     u64 cand[16];
-    size_t n = qm_index_pred_candidates(&s->index, kh, cand, QM_ARRAY_LEN(cand));
+    size_t n;
+    QM_RET(qm_ix_pred(&s->index, kh, cand, QM_ARRAY_LEN(cand), &n));
     if (n == 0 || n > QM_ARRAY_LEN(cand))
         return QM_CORRUPT(s->err, "shard %u: no usable predecessor candidates (%zu)", s->id, n);
     if (n == 1) {
@@ -339,7 +348,9 @@ qm_shard_create(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
     s->id = id;
     s->par = par;
     s->err = err;
-    qm_index_init(&s->index);
+    qm_index_init(&s->index.mem);
+    if (par->hybrid)
+        QM_RET(qm_hix_new(dir, id, par->hix_merge, &s->index.hyb, err));
     char name[32];
     int rc;
     snprintf(name, sizeof(name), "s%02x.entries", id);
@@ -366,7 +377,7 @@ qm_shard_create(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
         if (full)
             QM_RET(shard_persist_full_twig(s, i >> QM_TWIG_SHIFT));
         qm_entry_key_hash(buf + 5, 32, 0, kh);
-        if ((rc = qm_index_insert(&s->index, kh, pos)) != 0)
+        if ((rc = qm_ix_insert(&s->index, kh, pos)) != 0)
             return rc;
     }
     s->live = QM_SENTRIES_PER_SHARD;
@@ -382,7 +393,7 @@ qm_shard_close(qm_shard *s)
     qm_hpfile_close(&s->twigs);
     qm_hpfile_close(&s->tmeta);
     qm_tree_free(&s->tree);
-    qm_index_free(&s->index);
+    qm_ix_free(&s->index);
     qm_scan_free(&s->cursor);
     qm_warm_free(&s->warm);
     pthread_mutex_destroy(&s->warm_mu);
@@ -446,7 +457,7 @@ shard_compact_step(qm_shard *s)
         u64 dsn = sn;
         QM_RET(shard_append(s, K_COMPACT, e.key, e.klen, e.value, e.vlen, e.next_key_hash,
                             e.version, &dsn, 1, &npos));
-        if (qm_index_replace(&s->index, kh, pos, npos) != 0)
+        if (qm_ix_replace(&s->index, kh, pos, npos) != 0)
             return QM_CORRUPT(s->err, "shard %u: live entry at %" PRIu64 " missing from index",
                               s->id, pos);
         s->sn_start = sn + 1;
@@ -472,7 +483,7 @@ shard_op(qm_shard *s, const qm_op *op)
         u64 dsn = e.sn;
         QM_RET(shard_append(s, K_UPDATE, op->key, op->klen, op->val, op->vlen, e.next_key_hash,
                             version, &dsn, 1, &npos));
-        QM_RET(qm_index_replace(&s->index, op->kh, epos, npos));
+        QM_RET(qm_ix_replace(&s->index, op->kh, epos, npos));
         if (shard_compactible(s))
             QM_RET(shard_compact_step(s));
     } else if (op->vlen > 0) { /* create */
@@ -480,11 +491,11 @@ shard_op(qm_shard *s, const qm_op *op)
         QM_RET(shard_pred(s, op->kh, &s->rb[1], &p, &ppos, pkh));
         QM_RET(shard_append(s, K_CREATE, op->key, op->klen, op->val, op->vlen, p.next_key_hash,
                             version, NULL, 0, &npos));
-        QM_RET(qm_index_insert(&s->index, op->kh, npos));
+        QM_RET(qm_ix_insert(&s->index, op->kh, npos));
         u64 dsn = p.sn;
         QM_RET(shard_append(s, K_CREATE_PRED, p.key, p.klen, p.value, p.vlen, op->kh, version,
                             &dsn, 1, &pnew));
-        QM_RET(qm_index_replace(&s->index, pkh, ppos, pnew));
+        QM_RET(qm_ix_replace(&s->index, pkh, ppos, pnew));
         s->live++;
         if (shard_compactible(s)) {
             QM_RET(shard_compact_step(s));
@@ -496,8 +507,8 @@ shard_op(qm_shard *s, const qm_op *op)
         u64 dsn[2] = {e.sn, p.sn};
         QM_RET(shard_append(s, K_DELETE_PRED, p.key, p.klen, p.value, p.vlen, e.next_key_hash,
                             version, dsn, 2, &pnew));
-        QM_RET(qm_index_erase(&s->index, op->kh, epos));
-        QM_RET(qm_index_replace(&s->index, pkh, ppos, pnew));
+        QM_RET(qm_ix_erase(&s->index, op->kh, epos));
+        QM_RET(qm_ix_replace(&s->index, pkh, ppos, pnew));
         s->live--;
     }
     return 0;

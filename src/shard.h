@@ -25,7 +25,7 @@
 
 #include "entry.h"
 #include "hpfile.h"
-#include "indexer.h"
+#include "ix.h"
 #include "merkle.h"
 #include "meta.h"
 #include "qm_internal.h"
@@ -38,6 +38,9 @@ typedef struct qm_params {
     u64 entry_seg, twig_seg;
     bool verify;  /* hash all entries at open */
     bool rdonly;
+    bool hybrid;  /* the hybrid indexer (hindex.h) instead of the in-memory one */
+    u64 hix_merge; /* hybrid: overlay changes that start a merge (0 = by run size) */
+    u64 height;   /* committed height at open (checkpoints of the hybrid indexer) */
 } qm_params;
 
 /* A growable byte buffer holding one entry read from the log. p may start as caller storage
@@ -72,7 +75,7 @@ typedef struct qm_shard {
     qm_err *err;
     qm_hpfile entries, twigs, tmeta;
     qm_tree tree;
-    qm_index index;
+    qm_ix index;
     u64 sn_start, sn_start_pos, live;
     u64 entry_head;     /* committed prune head of the entry log */
     u64 pending_first_twig; /* twigs below this are pruned once the metadata is durable */
@@ -87,6 +90,7 @@ typedef struct qm_shard {
     u8 *twigrec;        /* 128 KiB scratch for twig records */
     FILE *trace;        /* optional append trace (debugging aid) */
     struct qm_undo *undo; /* when set, the update stage records pre-images here (undo.h) */
+    bool index_resumed; /* the hybrid index came from its checkpoint at open */
 } qm_shard;
 
 /* Creates a new shard with its 4096 sentries (not yet durable). */
@@ -96,6 +100,10 @@ QM_HIDDEN int qm_shard_create(qm_shard *s, unsigned id, const char *dir, const q
 QM_HIDDEN int qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
                             const qm_shard_meta *m, qm_err *err);
 QM_HIDDEN void qm_shard_close(qm_shard *s);
+/* With the hybrid indexer: writes its checkpoint of the committed state at `height` (all of
+ * the shard's blocks must be durable), so that the next fast open skips the log scan.
+ * No-op otherwise (recover.c). */
+QM_HIDDEN int qm_shard_checkpoint(qm_shard *s, u64 height);
 
 /* Applies the shard's operations of one block (sorted by tx, key hash; deduplicated). */
 QM_HIDDEN int qm_shard_apply(qm_shard *s, u64 height, const qm_op *ops, size_t n);
@@ -115,7 +123,7 @@ QM_HIDDEN int qm_shard_after_commit(qm_shard *s, u64 ft);
  * the count written. *nkey = SIZE_MAX (and 0 returned) if the key has more than cap
  * candidates. */
 enum qm_pred { QM_PRED_NONE, QM_PRED_IF_ABSENT, QM_PRED_ALWAYS };
-QM_HIDDEN size_t qm_shard_op_positions(const qm_shard *s, const u8 kh[32], enum qm_pred pred,
+QM_HIDDEN size_t qm_shard_op_positions(qm_shard *s, const u8 kh[32], enum qm_pred pred,
                                        u64 *out, size_t cap, size_t *nkey);
 /* qm_shard_get over given candidate positions (from qm_shard_op_positions). */
 QM_HIDDEN int qm_shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen,

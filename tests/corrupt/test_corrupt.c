@@ -384,7 +384,7 @@ run_check(void)
     u64 pos;
     qm_ebuf eb = {0};
     REQUIRE(qm_shard_get(s, kh, key, (u32)kl, &eb, &e, &pos) == 0);
-    REQUIRE(qm_index_erase(&s->index, kh, pos) == 0);
+    REQUIRE(qm_ix_erase(&s->index, kh, pos) == 0);
     c.text[0] = '\0';
     c.n = 0;
     problems = 0;
@@ -394,7 +394,7 @@ run_check(void)
     CHECK(strstr(c.text, "key-hash chain") != NULL);
     printf("in-memory damage:\n  index record removed ->\n%s", c.text);
     /* An index record pointing at a dead entry. */
-    REQUIRE(qm_index_insert(&s->index, kh, pos) == 0);
+    REQUIRE(qm_ix_insert(&s->index, kh, pos) == 0);
     s->tree.twigs[e.sn >> QM_TWIG_SHIFT].active[(e.sn & QM_TWIG_MASK) >> 3] ^=
         (u8)(1u << (e.sn & 7));
     c.text[0] = '\0';

@@ -1,0 +1,1071 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hindex.c -- the hybrid indexer (layers and threads in hindex.h).
+ *
+ * Run file dir/sXX.hix (all integers little-endian unless noted; FORMAT.md §10):
+ *   page 0 (4096 bytes), the header:
+ *     OFFSET SIZE FIELD
+ *     0      8    magic "QMDBHIX1"
+ *     8      4    version (1)
+ *     12     4    shard
+ *     16     8    nrec: records in the run
+ *     24     8    npages: record pages (pages 1..npages)
+ *     32     8    blob_off: byte offset of the checkpoint blob (after the sparse index)
+ *     40     8    blob_len (0 without a checkpoint)
+ *     48     4    flags: bit 0 = the checkpoint fields below are valid
+ *     52     4    CRC32C of the sparse index
+ *     56     4    CRC32C of the blob
+ *     60     4    zero
+ *     64     8    height       \
+ *     72     8    next_sn       |
+ *     80     8    entry_size    | the shard state the checkpoint was taken at
+ *     88     8    entry_head    | (qm_hix_state; compared with META at open)
+ *     96     8    live          |
+ *     104    8    first_twig    |
+ *     112    32   shard root   /
+ *     144    4    CRC32C of bytes [0, 144)
+ *   pages 1..npages: 341 records of 12 bytes (key-hash bytes [0..6), then position/8 as 6
+ *     big-endian bytes), sorted by key (records of one key in any order); the last page is
+ *     zero-padded; bytes [4092, 4096) hold CRC32C(bytes [0, 4092)) XOR the page number.
+ *   at 4096 * (npages + 1): the sparse index, npages * 6 bytes (each page's first key).
+ *   at blob_off: the checkpoint blob (opaque here; recover.c writes the ActiveBits).
+ * A new run is written to sXX.hix.tmp, synced, then renamed over sXX.hix. A run written by
+ * a merge or a rebuild carries no checkpoint (flags 0): after a crash the next open rebuilds.
+ *
+ * Thread: see hindex.h. Merges of all indexes of the process are serialised (one at a time)
+ * so that they take one core at most.
+ */
+#include "hindex.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "indexer.h"
+#include "io.h"
+
+#define HIX_MAGIC "QMDBHIX1"
+#define HIX_VERSION 1u
+#define HIX_HDR_CRC_AT 144u
+#define HIX_MIN_MERGE 32768u
+#define HIX_WBUF (1u << 20)
+
+/* Positions erased from the layers below (open addressing; slot = pos + 1, 0 = empty). */
+typedef struct posset {
+    u64 *slot;
+    u64 cap, n;
+} posset;
+
+typedef struct layer {
+    qm_index ins;
+    posset del;
+} layer;
+
+typedef struct run {
+    int fd; /* -1: no run yet */
+    u64 nrec, npages;
+    u8 *first; /* npages * 6 bytes */
+    u64 file_bytes;
+} run;
+
+enum { MERGE_IDLE, MERGE_REQUESTED, MERGE_DONE };
+
+struct qm_hindex {
+    char path[4096], tmp[4104], dir[4096];
+    unsigned shard;
+    u64 merge_changes;
+    run r;
+    layer *a, *f;
+    u64 count;
+    u8 *bulk;
+    u64 bulk_n, bulk_cap;
+    pthread_t th;
+    bool th_started, stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int state;
+    int merge_rc;
+    run out;
+    qm_err merr, *err;
+    u64 merges;
+    u64 page_reads; /* atomic */
+};
+
+static pthread_mutex_t g_merge_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- positions set ---------------------------------------------------------------------- */
+
+static inline u64
+ps_hash(u64 pos)
+{
+    return (pos >> 3) * 0x9E3779B97F4A7C15ull;
+}
+
+static bool
+ps_has(const posset *s, u64 pos)
+{
+    if (s->n == 0)
+        return false;
+    u64 m = s->cap - 1;
+    for (u64 i = ps_hash(pos) >> 20 & m;; i = (i + 1) & m) {
+        if (s->slot[i] == pos + 1)
+            return true;
+        if (s->slot[i] == 0)
+            return false;
+    }
+}
+
+static int
+ps_add(posset *s, u64 pos)
+{
+    if ((s->n + 1) * 4 > s->cap * 3) {
+        u64 ncap = s->cap ? s->cap * 2 : 1024;
+        u64 *ns = calloc(ncap, sizeof(u64));
+        if (!ns)
+            return -ENOMEM;
+        for (u64 i = 0; i < s->cap; i++) {
+            if (!s->slot[i])
+                continue;
+            u64 j = ps_hash(s->slot[i] - 1) >> 20 & (ncap - 1);
+            while (ns[j])
+                j = (j + 1) & (ncap - 1);
+            ns[j] = s->slot[i];
+        }
+        free(s->slot);
+        s->slot = ns;
+        s->cap = ncap;
+    }
+    u64 m = s->cap - 1, i = ps_hash(pos) >> 20 & m;
+    while (s->slot[i] && s->slot[i] != pos + 1)
+        i = (i + 1) & m;
+    if (!s->slot[i]) {
+        s->slot[i] = pos + 1;
+        s->n++;
+    }
+    return 0;
+}
+
+static layer *
+layer_new(void)
+{
+    layer *l = calloc(1, sizeof(*l));
+    if (l)
+        qm_index_init(&l->ins);
+    return l;
+}
+
+static void
+layer_free(layer *l)
+{
+    if (!l)
+        return;
+    qm_index_free(&l->ins);
+    free(l->del.slot);
+    free(l);
+}
+
+static u64
+layer_bytes(const layer *l)
+{
+    return l ? sizeof(*l) + qm_index_dram_bytes(&l->ins) - sizeof(l->ins) + l->del.cap * 8 : 0;
+}
+
+/* ---- runs --------------------------------------------------------------------------------- */
+
+static void
+run_close(run *r)
+{
+    if (r->fd >= 0)
+        qm_io_get()->close(r->fd);
+    free(r->first);
+    memset(r, 0, sizeof(*r));
+    r->fd = -1;
+}
+
+static inline u64
+rec_pos12(const u8 *r)
+{
+    return qm_get_u48be(r + 6) << 3;
+}
+
+static u32
+page_nrec(const run *r, u64 p)
+{
+    return p + 1 < r->npages ? QM_HIX_PER_PAGE : (u32)(r->nrec - p * QM_HIX_PER_PAGE);
+}
+
+static u32
+page_crc(const u8 *page, u64 p)
+{
+    return qm_crc32c(0, page, QM_HIX_PAGE - 4) ^ (u32)p;
+}
+
+static int
+run_read_page(qm_hindex *x, const run *r, u64 p, u8 *buf, qm_err *err)
+{
+    int rc = qm_io_pread_full(r->fd, buf, QM_HIX_PAGE, (p + 1) * QM_HIX_PAGE);
+    if (rc)
+        return qm_err_set(err, rc, "%s: reading index page %" PRIu64 ": %s", x->path, p,
+                          strerror(-rc));
+    __atomic_fetch_add(&x->page_reads, 1, __ATOMIC_RELAXED);
+    if (qm_get_u32le(buf + QM_HIX_PAGE - 4) != page_crc(buf, p) ||
+        memcmp(buf, r->first + p * 6, 6) != 0)
+        return QM_CORRUPT(err, "%s: index page %" PRIu64 " (offset %" PRIu64 ") is corrupt",
+                          x->path, p, (p + 1) * QM_HIX_PAGE);
+    return 0;
+}
+
+/* The last page whose first key is below key6 (0 if none). */
+static u64
+run_page_below(const run *r, const u8 key6[6])
+{
+    u64 lo = 0, hi = r->npages; /* answer in [lo, hi) */
+    while (hi - lo > 1) {
+        u64 mid = lo + (hi - lo) / 2;
+        if (memcmp(r->first + mid * 6, key6, 6) < 0)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* ---- the run writer ----------------------------------------------------------------------- */
+
+typedef struct rwriter {
+    qm_hindex *x;
+    int fd;
+    u8 *buf; /* HIX_WBUF bytes of whole pages */
+    size_t blen;
+    u64 off; /* file offset of buf[0] */
+    u32 in_page;
+    run out;
+    u64 first_cap;
+    qm_err *err;
+} rwriter;
+
+static int
+rw_open(rwriter *w, qm_hindex *x, qm_err *err)
+{
+    memset(w, 0, sizeof(*w));
+    w->x = x;
+    w->err = err;
+    w->out.fd = -1;
+    w->off = QM_HIX_PAGE;
+    w->buf = calloc(1, HIX_WBUF);
+    int fd = qm_io_get()->open(x->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (!w->buf || fd < 0) {
+        free(w->buf);
+        w->buf = NULL;
+        if (fd >= 0)
+            qm_io_get()->close(fd);
+        return fd < 0 ? qm_err_set(err, fd, "%s: %s", x->tmp, strerror(-fd)) : -ENOMEM;
+    }
+    w->fd = fd;
+    return 0;
+}
+
+static void
+rw_abort(rwriter *w)
+{
+    if (w->fd >= 0) {
+        qm_io_get()->close(w->fd);
+        qm_io_get()->unlink(w->x->tmp);
+    }
+    free(w->buf);
+    free(w->out.first);
+    w->fd = -1;
+    w->buf = NULL;
+    w->out.first = NULL;
+}
+
+static int
+rw_flush(rwriter *w)
+{
+    if (w->blen == 0)
+        return 0;
+    int rc = qm_io_pwrite_full(w->fd, w->buf, w->blen, w->off);
+    if (rc)
+        return qm_err_set(w->err, rc, "%s: writing the index run: %s", w->x->tmp,
+                          strerror(-rc));
+    w->off += w->blen;
+    w->blen = 0;
+    return 0;
+}
+
+/* Closes the page being filled (zero-padded, with its CRC). */
+static int
+rw_end_page(rwriter *w)
+{
+    if (w->in_page == 0)
+        return 0;
+    u8 *pg = w->buf + w->blen;
+    memset(pg + (size_t)w->in_page * QM_HIX_REC, 0,
+           QM_HIX_PAGE - 4 - (size_t)w->in_page * QM_HIX_REC);
+    qm_put_u32le(pg + QM_HIX_PAGE - 4, page_crc(pg, w->out.npages));
+    if (w->out.npages == w->first_cap) {
+        w->first_cap = w->first_cap ? w->first_cap * 2 : 256;
+        u8 *nf = realloc(w->out.first, w->first_cap * 6);
+        if (!nf)
+            return -ENOMEM;
+        w->out.first = nf;
+    }
+    memcpy(w->out.first + w->out.npages * 6, pg, 6);
+    w->out.npages++;
+    w->in_page = 0;
+    w->blen += QM_HIX_PAGE;
+    return w->blen == HIX_WBUF ? rw_flush(w) : 0;
+}
+
+static int
+rw_add(rwriter *w, const u8 key6[6], u64 pos)
+{
+    u8 *r = w->buf + w->blen + (size_t)w->in_page * QM_HIX_REC;
+    memcpy(r, key6, 6);
+    qm_put_u48be(r + 6, pos >> 3);
+    w->out.nrec++;
+    return ++w->in_page == QM_HIX_PER_PAGE ? rw_end_page(w) : 0;
+}
+
+static void
+hdr_put_state(u8 *h, const qm_hix_state *st)
+{
+    qm_put_u64le(h + 64, st->height);
+    qm_put_u64le(h + 72, st->next_sn);
+    qm_put_u64le(h + 80, st->entry_size);
+    qm_put_u64le(h + 88, st->entry_head);
+    qm_put_u64le(h + 96, st->live);
+    qm_put_u64le(h + 104, st->first_twig);
+    memcpy(h + 112, st->root, 32);
+}
+
+/* Writes sparse index, blob and header, syncs, renames over the run file and opens it for
+ * reading into w->out. */
+static int
+rw_finish(rwriter *w, const qm_hix_state *st, const u8 *blob, size_t blob_len)
+{
+    qm_hindex *x = w->x;
+    const qm_io *io = qm_io_get();
+    QM_RET(rw_end_page(w));
+    QM_RET(rw_flush(w));
+    u64 sparse_off = w->off, sparse_len = w->out.npages * 6;
+    int rc = sparse_len ? qm_io_pwrite_full(w->fd, w->out.first, sparse_len, sparse_off) : 0;
+    if (!rc && blob_len)
+        rc = qm_io_pwrite_full(w->fd, blob, blob_len, sparse_off + sparse_len);
+    u8 *h = w->buf; /* reuse the buffer for the header page */
+    memset(h, 0, QM_HIX_PAGE);
+    memcpy(h, HIX_MAGIC, 8);
+    qm_put_u32le(h + 8, HIX_VERSION);
+    qm_put_u32le(h + 12, x->shard);
+    qm_put_u64le(h + 16, w->out.nrec);
+    qm_put_u64le(h + 24, w->out.npages);
+    qm_put_u64le(h + 32, sparse_off + sparse_len);
+    qm_put_u64le(h + 40, blob_len);
+    qm_put_u32le(h + 48, st ? 1u : 0u);
+    qm_put_u32le(h + 52, qm_crc32c(0, w->out.first, sparse_len));
+    qm_put_u32le(h + 56, qm_crc32c(0, blob, blob_len));
+    if (st)
+        hdr_put_state(h, st);
+    qm_put_u32le(h + HIX_HDR_CRC_AT, qm_crc32c(0, h, HIX_HDR_CRC_AT));
+    if (!rc)
+        rc = qm_io_pwrite_full(w->fd, h, QM_HIX_PAGE, 0);
+    if (!rc)
+        rc = io->fsync(w->fd);
+    if (!rc && rename(x->tmp, x->path) != 0)
+        rc = -errno;
+    if (!rc && st)
+        rc = qm_io_fsync_dir(x->dir);
+    if (rc)
+        return qm_err_set(w->err, rc, "%s: writing the index run: %s", x->tmp, strerror(-rc));
+    io->close(w->fd);
+    w->fd = -1;
+    free(w->buf);
+    w->buf = NULL;
+    int fd = io->open(x->path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return qm_err_set(w->err, fd, "%s: %s", x->path, strerror(-fd));
+    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    w->out.fd = fd;
+    w->out.file_bytes = sparse_off + sparse_len + blob_len;
+    return 0;
+}
+
+/* ---- merging ------------------------------------------------------------------------------ */
+
+/* A sequential reader of a run's records (merges, foreach). */
+typedef struct rreader {
+    qm_hindex *x;
+    const run *r;
+    u8 *buf;
+    u64 page, npg; /* pages [page, page + npg) are in buf */
+    u64 i;         /* next record index */
+    qm_err *err;
+} rreader;
+
+#define RR_PAGES 64u
+
+static int
+rr_next(rreader *rd, const u8 **rec)
+{
+    if (rd->i >= rd->r->nrec) {
+        *rec = NULL;
+        return 0;
+    }
+    u64 p = rd->i / QM_HIX_PER_PAGE;
+    if (p >= rd->page + rd->npg) {
+        rd->page = p;
+        rd->npg = QM_MIN((u64)RR_PAGES, rd->r->npages - p);
+        int rc = qm_io_pread_full(rd->r->fd, rd->buf, rd->npg * QM_HIX_PAGE,
+                                  (p + 1) * QM_HIX_PAGE);
+        if (rc)
+            return qm_err_set(rd->err, rc, "%s: reading the index run: %s", rd->x->path,
+                              strerror(-rc));
+        for (u64 k = 0; k < rd->npg; k++) {
+            const u8 *pg = rd->buf + k * QM_HIX_PAGE;
+            if (qm_get_u32le(pg + QM_HIX_PAGE - 4) != page_crc(pg, p + k) ||
+                memcmp(pg, rd->r->first + (p + k) * 6, 6) != 0)
+                return QM_CORRUPT(rd->err, "%s: index page %" PRIu64 " is corrupt", rd->x->path,
+                                  p + k);
+        }
+    }
+    *rec = rd->buf + (p - rd->page) * QM_HIX_PAGE + (rd->i % QM_HIX_PER_PAGE) * QM_HIX_REC;
+    rd->i++;
+    return 0;
+}
+
+/* Collects overlay records (the merge's second input): a layer's records, minus those whose
+ * position `dead` (may be NULL) holds. */
+typedef struct recvec {
+    u8 *v; /* 12-byte records */
+    u64 n, cap;
+    const posset *dead;
+} recvec;
+
+static int
+rv_add(void *arg, const u8 key6[6], u64 pos)
+{
+    recvec *rv = arg;
+    if (rv->dead && ps_has(rv->dead, pos))
+        return 0;
+    if (rv->n == rv->cap) {
+        u64 nc = rv->cap ? rv->cap * 2 : 4096;
+        u8 *nv = realloc(rv->v, nc * QM_HIX_REC);
+        if (!nv)
+            return -ENOMEM;
+        rv->v = nv;
+        rv->cap = nc;
+    }
+    memcpy(rv->v + rv->n * QM_HIX_REC, key6, 6);
+    qm_put_u48be(rv->v + rv->n * QM_HIX_REC + 6, pos >> 3);
+    rv->n++;
+    return 0;
+}
+
+static int
+rec12_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, QM_HIX_REC);
+}
+
+/* The live records of overlay layers ls (NULL-terminated, oldest first, at most two) in key
+ * order: each layer's records minus those the next layer erased. */
+static int
+overlay_collect(const qm_hindex *x, layer *const *ls, recvec *rv)
+{
+    for (unsigned k = 0; ls[k]; k++) {
+        rv->dead = ls[k + 1] ? &ls[k + 1]->del : NULL;
+        QM_RET(qm_index_foreach(&ls[k]->ins, x->shard, rv_add, rv));
+    }
+    if (ls[0] && ls[1] && rv->n > 1)
+        qsort(rv->v, rv->n, QM_HIX_REC, rec12_cmp);
+    return 0;
+}
+
+static bool
+dead_in(const void *arg, u64 pos)
+{
+    const layer *const *ls = arg; /* NULL-terminated, at most 2 */
+    for (; *ls; ls++)
+        if (ps_has(&(*ls)->del, pos))
+            return true;
+    return false;
+}
+
+/*
+ * Writes the run R minus the positions the layers ls erased, plus the layers' live records, as
+ * a new run (with a checkpoint when st is set). ls is NULL-terminated, oldest first: the
+ * merger passes F, a checkpoint F and A (or A alone).
+ */
+static int
+merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state *st,
+            const u8 *blob, size_t blob_len, run *out, qm_err *err)
+{
+    recvec rv = {0};
+    rwriter w;
+    rreader rd = {x, r, NULL, 0, 0, 0, err};
+    int rc = 0;
+    QM_TRY(overlay_collect(x, ls, &rv));
+    QM_TRY(rw_open(&w, x, err));
+    rd.buf = malloc(RR_PAGES * QM_HIX_PAGE);
+    if (!rd.buf) {
+        rc = -ENOMEM;
+        rw_abort(&w);
+        goto out;
+    }
+    const u8 *rec = NULL;
+    if (r->fd >= 0)
+        rc = rr_next(&rd, &rec);
+    u64 j = 0;
+    while (!rc && (rec || j < rv.n)) {
+        if (rec && (j >= rv.n || memcmp(rec, rv.v + j * 12, 6) <= 0)) {
+            if (!dead_in(ls, rec_pos12(rec)))
+                rc = rw_add(&w, rec, rec_pos12(rec));
+            if (!rc)
+                rc = rr_next(&rd, &rec);
+        } else {
+            rc = rw_add(&w, rv.v + j * 12, rec_pos12(rv.v + j * 12));
+            j++;
+        }
+    }
+    if (!rc)
+        rc = rw_finish(&w, st, blob, blob_len);
+    if (rc) {
+        rw_abort(&w);
+        goto out;
+    }
+    *out = w.out;
+out:
+    free(rd.buf);
+    free(rv.v);
+    return rc;
+}
+
+static void *
+merger_main(void *arg)
+{
+    qm_hindex *x = arg;
+    pthread_mutex_lock(&x->mu);
+    for (;;) {
+        while (!x->stop && x->state != MERGE_REQUESTED)
+            pthread_cond_wait(&x->cv, &x->mu);
+        if (x->stop)
+            break;
+        pthread_mutex_unlock(&x->mu);
+        layer *ls[2] = {x->f, NULL};
+        run out = {.fd = -1};
+        pthread_mutex_lock(&g_merge_mu);
+        int rc = merge_write(x, &x->r, ls, NULL, NULL, 0, &out, &x->merr);
+        pthread_mutex_unlock(&g_merge_mu);
+        pthread_mutex_lock(&x->mu);
+        x->out = out;
+        x->merge_rc = rc;
+        x->state = MERGE_DONE;
+        pthread_cond_broadcast(&x->cv);
+    }
+    pthread_mutex_unlock(&x->mu);
+    return NULL;
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------------- */
+
+static int
+hix_alloc(const char *dir, unsigned shard, u64 merge_changes, qm_err *err, qm_hindex **out)
+{
+    qm_hindex *x = calloc(1, sizeof(*x));
+    if (!x)
+        return -ENOMEM;
+    snprintf(x->dir, sizeof(x->dir), "%s", dir);
+    snprintf(x->path, sizeof(x->path), "%s/s%02x.hix", dir, shard);
+    snprintf(x->tmp, sizeof(x->tmp), "%s.tmp", x->path);
+    x->shard = shard;
+    x->merge_changes = merge_changes;
+    x->err = err;
+    x->r.fd = -1;
+    x->out.fd = -1;
+    pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->cv, NULL);
+    x->a = layer_new();
+    if (!x->a || pthread_create(&x->th, NULL, merger_main, x) != 0) {
+        layer_free(x->a);
+        free(x);
+        return -ENOMEM;
+    }
+    x->th_started = true;
+    *out = x;
+    return 0;
+}
+
+int
+qm_hix_new(const char *dir, unsigned shard, u64 merge_changes, qm_hindex **out, qm_err *err)
+{
+    return hix_alloc(dir, shard, merge_changes, err, out);
+}
+
+void
+qm_hix_free(qm_hindex *x)
+{
+    if (!x)
+        return;
+    if (x->th_started) {
+        pthread_mutex_lock(&x->mu);
+        while (x->state == MERGE_REQUESTED) /* let a running merge end */
+            pthread_cond_wait(&x->cv, &x->mu);
+        x->stop = true;
+        pthread_cond_broadcast(&x->cv);
+        pthread_mutex_unlock(&x->mu);
+        pthread_join(x->th, NULL);
+    }
+    run_close(&x->r);
+    run_close(&x->out);
+    layer_free(x->a);
+    layer_free(x->f);
+    free(x->bulk);
+    pthread_mutex_destroy(&x->mu);
+    pthread_cond_destroy(&x->cv);
+    free(x);
+}
+
+int
+qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, const qm_hix_state *want,
+            qm_hindex **out, u8 **blob, size_t *blob_len, qm_err *err)
+{
+    *out = NULL;
+    *blob = NULL;
+    *blob_len = 0;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/s%02x.hix", dir, shard);
+    const qm_io *io = qm_io_get();
+    int fd = io->open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return fd == -ENOENT ? QMDB_NOTFOUND : qm_err_set(err, fd, "%s: %s", path, strerror(-fd));
+    u8 h[QM_HIX_PAGE];
+    u64 fsize = 0;
+    int rc = io->fsize(fd, &fsize);
+    if (rc || fsize < QM_HIX_PAGE || qm_io_pread_full(fd, h, QM_HIX_PAGE, 0) != 0 ||
+        memcmp(h, HIX_MAGIC, 8) != 0 || qm_get_u32le(h + 8) != HIX_VERSION ||
+        qm_get_u32le(h + 12) != shard || (qm_get_u32le(h + 48) & 1) == 0 ||
+        qm_get_u32le(h + HIX_HDR_CRC_AT) != qm_crc32c(0, h, HIX_HDR_CRC_AT)) {
+        io->close(fd);
+        return QMDB_NOTFOUND;
+    }
+    u8 enc[QM_HIX_PAGE]; /* the wanted state, encoded like the header */
+    memset(enc, 0, sizeof(enc));
+    hdr_put_state(enc, want);
+    u64 nrec = qm_get_u64le(h + 16), npages = qm_get_u64le(h + 24);
+    u64 boff = qm_get_u64le(h + 32), blen = qm_get_u64le(h + 40);
+    u64 soff = (npages + 1) * QM_HIX_PAGE;
+    if (memcmp(h + 64, enc + 64, 80) != 0 || npages != (nrec + QM_HIX_PER_PAGE - 1) / QM_HIX_PER_PAGE ||
+        boff != soff + npages * 6 || boff + blen != fsize) {
+        io->close(fd);
+        return QMDB_NOTFOUND;
+    }
+    qm_hindex *x = NULL;
+    u8 *b = malloc(blen ? blen : 1);
+    u8 *first = malloc(npages ? npages * 6 : 1);
+    rc = (!b || !first) ? -ENOMEM : 0;
+    if (!rc && npages)
+        rc = qm_io_pread_full(fd, first, npages * 6, soff);
+    if (!rc && blen)
+        rc = qm_io_pread_full(fd, b, blen, boff);
+    if (!rc && (qm_crc32c(0, first, npages * 6) != qm_get_u32le(h + 52) ||
+                qm_crc32c(0, b, blen) != qm_get_u32le(h + 56)))
+        rc = QMDB_NOTFOUND;
+    if (!rc)
+        rc = hix_alloc(dir, shard, merge_changes, err, &x);
+    if (rc) {
+        free(b);
+        free(first);
+        io->close(fd);
+        return rc < 0 && rc != -ENOMEM ? qm_err_set(err, rc, "%s: %s", path, strerror(-rc)) : rc;
+    }
+    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    x->r.fd = fd;
+    x->r.nrec = nrec;
+    x->r.npages = npages;
+    x->r.first = first;
+    x->r.file_bytes = fsize;
+    x->count = nrec;
+    *out = x;
+    *blob = b;
+    *blob_len = blen;
+    return 0;
+}
+
+/* ---- lookups ------------------------------------------------------------------------------ */
+
+static bool
+run_dead(const qm_hindex *x, u64 pos)
+{
+    return ps_has(&x->a->del, pos) || (x->f && ps_has(&x->f->del, pos));
+}
+
+typedef struct outv {
+    u64 *out;
+    size_t cap, n;
+} outv;
+
+static inline void
+ov_add(outv *o, u64 pos)
+{
+    if (o->n < o->cap)
+        o->out[o->n] = pos;
+    o->n++;
+}
+
+/* Run records with key key6 that no overlay erased. */
+static int
+run_find(qm_hindex *x, const u8 key6[6], outv *o, qm_err *err)
+{
+    const run *r = &x->r;
+    if (r->fd < 0 || r->npages == 0)
+        return 0;
+    u8 pg[QM_HIX_PAGE];
+    for (u64 p = run_page_below(r, key6); p < r->npages; p++) {
+        if (p > 0 && memcmp(r->first + p * 6, key6, 6) > 0)
+            break;
+        QM_RET(run_read_page(x, r, p, pg, err));
+        u32 n = page_nrec(r, p);
+        bool past = false;
+        for (u32 i = 0; i < n && !past; i++) {
+            const u8 *rec = pg + (size_t)i * QM_HIX_REC;
+            int c = memcmp(rec, key6, 6);
+            if (c > 0)
+                past = true;
+            else if (c == 0 && !run_dead(x, rec_pos12(rec)))
+                ov_add(o, rec_pos12(rec));
+        }
+        if (past || p + 1 >= r->npages || memcmp(r->first + (p + 1) * 6, key6, 6) != 0)
+            break;
+    }
+    return 0;
+}
+
+/* The largest key below key6 in key6's unit among run records no overlay erased. */
+static int
+run_below(qm_hindex *x, const u8 key6[6], u8 best[6], bool *found, qm_err *err)
+{
+    const run *r = &x->r;
+    *found = false;
+    if (r->fd < 0 || r->npages == 0)
+        return 0;
+    u8 pg[QM_HIX_PAGE];
+    u64 p = run_page_below(r, key6);
+    for (;;) {
+        QM_RET(run_read_page(x, r, p, pg, err));
+        for (u32 i = page_nrec(r, p); i > 0; i--) {
+            const u8 *rec = pg + (size_t)(i - 1) * QM_HIX_REC;
+            if (memcmp(rec, key6, 6) >= 0)
+                continue;
+            if (memcmp(rec, key6, 2) != 0)
+                return 0; /* left the unit */
+            if (!run_dead(x, rec_pos12(rec))) {
+                memcpy(best, rec, 6);
+                *found = true;
+                return 0;
+            }
+        }
+        if (p == 0)
+            return 0;
+        p--;
+    }
+}
+
+static void
+kh_of(const u8 key6[6], u8 kh[32])
+{
+    memset(kh, 0, 32);
+    memcpy(kh, key6, 6);
+}
+
+/* Overlay records with key6 that no newer layer erased. */
+static void
+overlay_find(qm_hindex *x, const u8 key6[6], outv *o)
+{
+    u8 kh[32];
+    kh_of(key6, kh);
+    layer *ls[2] = {x->f, x->a};
+    for (unsigned k = 0; k < 2; k++) {
+        if (!ls[k])
+            continue;
+        u64 tmp[64];
+        size_t n = qm_index_find(&ls[k]->ins, kh, tmp, QM_ARRAY_LEN(tmp));
+        for (size_t i = 0; i < QM_MIN(n, QM_ARRAY_LEN(tmp)); i++)
+            if (k == 1 || !ps_has(&x->a->del, tmp[i]))
+                ov_add(o, tmp[i]);
+        for (size_t i = QM_ARRAY_LEN(tmp); i < n; i++)
+            o->n++; /* beyond what we can filter: the count still tells the caller */
+    }
+}
+
+int
+qm_hix_find(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
+{
+    outv o = {out, cap, 0};
+    QM_RET(run_find(x, kh, &o, x->err));
+    overlay_find(x, kh, &o);
+    *n = o.n;
+    return 0;
+}
+
+static bool
+dead_in_a(const void *arg, u64 pos)
+{
+    const qm_hindex *x = arg;
+    return ps_has(&x->a->del, pos);
+}
+
+int
+qm_hix_pred(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
+{
+    u8 best[6], k6[6];
+    bool have;
+    QM_RET(run_below(x, kh, best, &have, x->err));
+    if (x->f && qm_index_below(&x->f->ins, kh, dead_in_a, x, k6) &&
+        (!have || memcmp(k6, best, 6) > 0)) {
+        memcpy(best, k6, 6);
+        have = true;
+    }
+    if (qm_index_below(&x->a->ins, kh, NULL, NULL, k6) && (!have || memcmp(k6, best, 6) > 0)) {
+        memcpy(best, k6, 6);
+        have = true;
+    }
+    outv o = {out, cap, 0};
+    if (have) {
+        QM_RET(run_find(x, best, &o, x->err));
+        overlay_find(x, best, &o);
+    }
+    QM_RET(run_find(x, kh, &o, x->err));
+    overlay_find(x, kh, &o);
+    *n = o.n;
+    return 0;
+}
+
+bool
+qm_hix_page_of(qm_hindex *x, const u8 kh[32], int *fd, u64 *off)
+{
+    if (x->r.fd < 0 || x->r.npages == 0)
+        return false;
+    *fd = x->r.fd;
+    *off = (run_page_below(&x->r, kh) + 1) * QM_HIX_PAGE;
+    return true;
+}
+
+/* ---- changes ------------------------------------------------------------------------------ */
+
+int
+qm_hix_insert(qm_hindex *x, const u8 kh[32], u64 pos)
+{
+    QM_RET(qm_index_insert(&x->a->ins, kh, pos));
+    x->count++;
+    return 0;
+}
+
+int
+qm_hix_erase(qm_hindex *x, const u8 kh[32], u64 pos)
+{
+    if (qm_index_erase(&x->a->ins, kh, pos) != 0)
+        QM_RET(ps_add(&x->a->del, pos));
+    x->count--;
+    return 0;
+}
+
+int
+qm_hix_replace(qm_hindex *x, const u8 kh[32], u64 old_pos, u64 new_pos)
+{
+    if (qm_index_replace(&x->a->ins, kh, old_pos, new_pos) == 0)
+        return 0;
+    QM_RET(ps_add(&x->a->del, old_pos));
+    return qm_index_insert(&x->a->ins, kh, new_pos);
+}
+
+int
+qm_hix_bulk_add(qm_hindex *x, const u8 kh[32], u64 pos)
+{
+    if (x->bulk_n == x->bulk_cap) {
+        u64 nc = x->bulk_cap ? x->bulk_cap * 2 : 65536;
+        u8 *nb = realloc(x->bulk, nc * QM_HIX_REC);
+        if (!nb)
+            return -ENOMEM;
+        x->bulk = nb;
+        x->bulk_cap = nc;
+    }
+    memcpy(x->bulk + x->bulk_n * QM_HIX_REC, kh, 6);
+    qm_put_u48be(x->bulk + x->bulk_n * QM_HIX_REC + 6, pos >> 3);
+    x->bulk_n++;
+    return 0;
+}
+
+
+int
+qm_hix_bulk_finish(qm_hindex *x)
+{
+    if (x->bulk_n > 1)
+        qsort(x->bulk, x->bulk_n, QM_HIX_REC, rec12_cmp);
+    /* The bulk records become a layer below an empty run: write them as the run. */
+    rwriter w;
+    QM_RET(rw_open(&w, x, x->err));
+    int rc = 0;
+    for (u64 i = 0; i < x->bulk_n && !rc; i++)
+        rc = rw_add(&w, x->bulk + i * QM_HIX_REC, rec_pos12(x->bulk + i * QM_HIX_REC));
+    if (!rc)
+        rc = rw_finish(&w, NULL, NULL, 0);
+    if (rc) {
+        rw_abort(&w);
+        return rc;
+    }
+    run_close(&x->r);
+    x->r = w.out;
+    x->count = x->r.nrec;
+    free(x->bulk);
+    x->bulk = NULL;
+    x->bulk_n = x->bulk_cap = 0;
+    return 0;
+}
+
+static u64
+layer_changes(const layer *l)
+{
+    return l->ins.count + l->del.n;
+}
+
+/* Installs a finished merge (mu held). */
+static int
+install_locked(qm_hindex *x)
+{
+    int rc = x->merge_rc;
+    x->state = MERGE_IDLE;
+    if (rc) {
+        qm_err_set(x->err, rc, "%s", x->merr.msg);
+        return rc; /* F stays; the handle reports the failure */
+    }
+    run_close(&x->r);
+    x->r = x->out;
+    x->out.fd = -1;
+    x->out.first = NULL;
+    layer_free(x->f);
+    x->f = NULL;
+    x->merges++;
+    return 0;
+}
+
+int
+qm_hix_maintain(qm_hindex *x)
+{
+    int rc = 0;
+    pthread_mutex_lock(&x->mu);
+    if (x->state == MERGE_DONE)
+        rc = install_locked(x);
+    u64 thres = x->merge_changes ? x->merge_changes : QM_MAX((u64)HIX_MIN_MERGE, x->r.nrec / 24);
+    if (!rc && x->state == MERGE_IDLE && !x->f && layer_changes(x->a) >= thres) {
+        layer *na = layer_new();
+        if (!na) {
+            rc = -ENOMEM;
+        } else {
+            x->f = x->a;
+            x->a = na;
+            x->state = MERGE_REQUESTED;
+            pthread_cond_broadcast(&x->cv);
+        }
+    }
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
+int
+qm_hix_checkpoint(qm_hindex *x, const qm_hix_state *st, const u8 *blob, size_t blob_len)
+{
+    int rc = 0;
+    pthread_mutex_lock(&x->mu);
+    while (x->state == MERGE_REQUESTED)
+        pthread_cond_wait(&x->cv, &x->mu);
+    if (x->state == MERGE_DONE)
+        rc = install_locked(x);
+    pthread_mutex_unlock(&x->mu);
+    if (rc)
+        return rc;
+    layer *ls[3] = {x->f ? x->f : x->a, x->f ? x->a : NULL, NULL};
+    run out = {.fd = -1};
+    pthread_mutex_lock(&g_merge_mu);
+    rc = merge_write(x, &x->r, ls, st, blob, blob_len, &out, x->err);
+    pthread_mutex_unlock(&g_merge_mu);
+    if (rc)
+        return rc;
+    run_close(&x->r);
+    x->r = out;
+    layer_free(x->f);
+    x->f = NULL;
+    layer_free(x->a);
+    x->a = layer_new();
+    return x->a ? 0 : -ENOMEM;
+}
+
+/* ---- walks and statistics ----------------------------------------------------------------- */
+
+int
+qm_hix_foreach(qm_hindex *x, qm_hix_fn fn, void *arg)
+{
+    /* The live overlay records, merged with the run records no overlay erased. */
+    recvec rv = {0};
+    layer *ls[3] = {x->f ? x->f : x->a, x->f ? x->a : NULL, NULL};
+    int rc = 0;
+    QM_TRY(overlay_collect(x, ls, &rv));
+    rreader rd = {x, &x->r, malloc(RR_PAGES * QM_HIX_PAGE), 0, 0, 0, x->err};
+    if (!rd.buf) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    const u8 *rec = NULL;
+    if (x->r.fd >= 0)
+        rc = rr_next(&rd, &rec);
+    u64 j = 0;
+    while (!rc && (rec || j < rv.n)) {
+        if (j < rv.n && (!rec || memcmp(rv.v + j * 12, rec, 6) < 0)) {
+            const u8 *s = rv.v + j++ * 12;
+            rc = fn(arg, s, rec_pos12(s));
+            continue;
+        }
+        if (!run_dead(x, rec_pos12(rec)))
+            rc = fn(arg, rec, rec_pos12(rec));
+        if (!rc)
+            rc = rr_next(&rd, &rec);
+    }
+    free(rd.buf);
+out:
+    free(rv.v);
+    return rc;
+}
+
+u64
+qm_hix_count(const qm_hindex *x)
+{
+    return x->count;
+}
+
+u64
+qm_hix_dram_bytes(const qm_hindex *x)
+{
+    return sizeof(*x) + x->r.npages * 6 + x->out.npages * 6 + layer_bytes(x->a) +
+           layer_bytes(x->f) + x->bulk_cap * QM_HIX_REC;
+}
+
+u64
+qm_hix_ssd_bytes(const qm_hindex *x)
+{
+    return x->r.file_bytes;
+}
+
+u64
+qm_hix_merges(const qm_hindex *x)
+{
+    return x->merges;
+}
+
+u64
+qm_hix_page_reads(const qm_hindex *x)
+{
+    return __atomic_load_n(&x->page_reads, __ATOMIC_RELAXED);
+}

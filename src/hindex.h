@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hindex.h -- the hybrid indexer of one shard: the same multimap as indexer.h (key hash ->
+ * log positions of the live entries), with the bulk of the records on SSD.
+ *
+ * Layers, newest last:
+ *   run R       an immutable sorted file of 12-byte records (key-hash bytes [0..6), position/8
+ *               as 6 big-endian bytes) in 4 KiB pages of 341 records plus a CRC; DRAM keeps
+ *               only the first key of each page (the sparse index, 6 bytes per page).
+ *   frozen F    the overlay being merged into a new run by the merger thread (read-only).
+ *   active A    the overlay the updater changes: inserted records (an indexer.h index) and
+ *               the positions erased from the layers below (a hash set).
+ * A lookup combines the three: run records and F records whose position A (or F) erased are
+ * skipped. When A holds enough changes and no merge runs, A becomes F and the merger writes
+ * R' = R - F.erased + F.inserted to a new file; the updater installs R' at a block boundary
+ * (qm_hix_maintain). Lookups read one run page in the common case (two when a page boundary
+ * falls inside the key's records or all predecessors on a page are erased).
+ *
+ * The run file sXX.hix (layout in hindex.c and FORMAT.md §10) can also carry a checkpoint:
+ * the shard state it was written at, and an opaque blob (recover.c stores the ActiveBits of
+ * the unpruned twigs). A checkpoint is written at close and is valid only while the shard's
+ * committed metadata still equals the state recorded in it.
+ *
+ * Thread: the shard's updater calls insert/erase/replace/maintain (writer lock held); lookups
+ * from the updater and from reader threads (reader lock held, so never during a mutation);
+ * one merger thread per index works on R and F only.
+ */
+#ifndef QM_HINDEX_H
+#define QM_HINDEX_H
+
+#include "qm_internal.h"
+
+#define QM_HIX_REC 12u
+#define QM_HIX_PAGE 4096u
+#define QM_HIX_PER_PAGE 341u /* 341 * 12 = 4092, then a 4-byte CRC32C */
+
+typedef struct qm_hindex qm_hindex;
+
+/* The shard state a checkpoint describes (compared field by field with META at open). */
+typedef struct qm_hix_state {
+    u64 height, next_sn, entry_size, entry_head, live, first_twig;
+    u8 root[32];
+} qm_hix_state;
+
+/* Creates an empty index whose run file is dir/sXX.hix (written by bulk_finish or the first
+ * merge). merge_changes: overlay size (inserts + erasures) that starts a merge; 0 = default. */
+QM_HIDDEN int qm_hix_new(const char *dir, unsigned shard, u64 merge_changes, qm_hindex **out,
+                         qm_err *err);
+/* Opens dir/sXX.hix if it holds a checkpoint of exactly state *want. Returns 0 with the
+ * index and the checkpoint blob (malloc'd, *blob_len bytes), QMDB_NOTFOUND if there is no
+ * usable checkpoint (missing, stale, or corrupt: the caller rebuilds), or another error. */
+QM_HIDDEN int qm_hix_load(const char *dir, unsigned shard, u64 merge_changes,
+                          const qm_hix_state *want, qm_hindex **out, u8 **blob, size_t *blob_len,
+                          qm_err *err);
+/* Stops the merger and frees everything (the run file stays). */
+QM_HIDDEN void qm_hix_free(qm_hindex *x);
+
+/* Same contracts as qm_index_find / qm_index_pred_candidates; *n is the total count, up to
+ * cap written. Errors: I/O, or QMDB_CORRUPT for a run page failing its CRC. */
+QM_HIDDEN int qm_hix_find(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n);
+QM_HIDDEN int qm_hix_pred(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n);
+
+QM_HIDDEN int qm_hix_insert(qm_hindex *x, const u8 kh[32], u64 pos);
+/* Removes record (kh, pos); the caller guarantees it exists (the updater read it). */
+QM_HIDDEN int qm_hix_erase(qm_hindex *x, const u8 kh[32], u64 pos);
+QM_HIDDEN int qm_hix_replace(qm_hindex *x, const u8 kh[32], u64 old_pos, u64 new_pos);
+
+/* Bulk load (recovery): add records in any order, then bulk_finish sorts and writes the run. */
+QM_HIDDEN int qm_hix_bulk_add(qm_hindex *x, const u8 kh[32], u64 pos);
+QM_HIDDEN int qm_hix_bulk_finish(qm_hindex *x);
+
+/* Between blocks (updater): installs a finished merge; starts one when the overlay is large.
+ * Returns a merge failure (I/O, disk full) once. */
+QM_HIDDEN int qm_hix_maintain(qm_hindex *x);
+
+/* The run page a lookup of kh reads first (for the prefetcher): its fd and byte offset.
+ * False when the key needs no run page (empty run). */
+QM_HIDDEN bool qm_hix_page_of(qm_hindex *x, const u8 kh[32], int *fd, u64 *off);
+
+/* Every live record in key order: fn(arg, key-hash bytes [0..6), position). A nonzero
+ * return from fn stops the walk and is returned. */
+typedef int (*qm_hix_fn)(void *arg, const u8 key6[6], u64 pos);
+QM_HIDDEN int qm_hix_foreach(qm_hindex *x, qm_hix_fn fn, void *arg);
+
+/* Merges everything (waiting for a running merge) into a new run that carries a checkpoint
+ * of state *st and blob. Durable (fsync, rename, directory fsync) when it returns 0. */
+QM_HIDDEN int qm_hix_checkpoint(qm_hindex *x, const qm_hix_state *st, const u8 *blob,
+                                size_t blob_len);
+
+QM_HIDDEN u64 qm_hix_count(const qm_hindex *x);      /* live records */
+QM_HIDDEN u64 qm_hix_dram_bytes(const qm_hindex *x); /* sparse index + overlays */
+QM_HIDDEN u64 qm_hix_ssd_bytes(const qm_hindex *x);  /* run file */
+QM_HIDDEN u64 qm_hix_merges(const qm_hindex *x);     /* merges installed */
+QM_HIDDEN u64 qm_hix_page_reads(const qm_hindex *x); /* run pages read by lookups */
+
+#endif /* QM_HINDEX_H */

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ix.h -- a shard's indexer, whichever kind the database was opened with: the in-memory
+ * indexer (indexer.h) or the hybrid indexer (hindex.h). Both are the same multimap from key
+ * hash to log positions, so roots never depend on the choice. Thin dispatch only.
+ *
+ * Thread: as the indexer in use (the shard's writer; readers under the reader lock).
+ */
+#ifndef QM_IX_H
+#define QM_IX_H
+
+#include "hindex.h"
+#include "indexer.h"
+
+typedef struct qm_ix {
+    qm_index mem;   /* in use when hyb is NULL */
+    qm_hindex *hyb; /* the hybrid indexer, or NULL */
+} qm_ix;
+
+/* Positions of the records sharing kh's 6-byte prefix (*n total, up to cap written). */
+static inline int
+qm_ix_find(qm_ix *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
+{
+    if (x->hyb)
+        return qm_hix_find(x->hyb, kh, out, cap, n);
+    *n = qm_index_find(&x->mem, kh, out, cap);
+    return 0;
+}
+
+/* Predecessor candidates of kh (see qm_index_pred_candidates). */
+static inline int
+qm_ix_pred(qm_ix *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
+{
+    if (x->hyb)
+        return qm_hix_pred(x->hyb, kh, out, cap, n);
+    *n = qm_index_pred_candidates(&x->mem, kh, out, cap);
+    return 0;
+}
+
+static inline int
+qm_ix_insert(qm_ix *x, const u8 kh[32], u64 pos)
+{
+    return x->hyb ? qm_hix_insert(x->hyb, kh, pos) : qm_index_insert(&x->mem, kh, pos);
+}
+
+static inline int
+qm_ix_erase(qm_ix *x, const u8 kh[32], u64 pos)
+{
+    return x->hyb ? qm_hix_erase(x->hyb, kh, pos) : qm_index_erase(&x->mem, kh, pos);
+}
+
+static inline int
+qm_ix_replace(qm_ix *x, const u8 kh[32], u64 old_pos, u64 new_pos)
+{
+    return x->hyb ? qm_hix_replace(x->hyb, kh, old_pos, new_pos)
+                  : qm_index_replace(&x->mem, kh, old_pos, new_pos);
+}
+
+static inline int
+qm_ix_bulk_add(qm_ix *x, const u8 kh[32], u64 pos)
+{
+    return x->hyb ? qm_hix_bulk_add(x->hyb, kh, pos) : qm_index_bulk_add(&x->mem, kh, pos);
+}
+
+static inline int
+qm_ix_bulk_finish(qm_ix *x)
+{
+    if (x->hyb)
+        return qm_hix_bulk_finish(x->hyb);
+    qm_index_bulk_finish(&x->mem);
+    return 0;
+}
+
+/* Every live record in key order: fn(arg, key-hash bytes [0..6), position). */
+static inline int
+qm_ix_foreach(qm_ix *x, unsigned shard, qm_index_fn fn, void *arg)
+{
+    return x->hyb ? qm_hix_foreach(x->hyb, fn, arg) : qm_index_foreach(&x->mem, shard, fn, arg);
+}
+
+static inline u64
+qm_ix_count(const qm_ix *x)
+{
+    return x->hyb ? qm_hix_count(x->hyb) : x->mem.count;
+}
+
+static inline u64
+qm_ix_dram_bytes(const qm_ix *x)
+{
+    return x->hyb ? qm_hix_dram_bytes(x->hyb) : qm_index_dram_bytes(&x->mem);
+}
+
+static inline void
+qm_ix_free(qm_ix *x)
+{
+    qm_hix_free(x->hyb);
+    x->hyb = NULL;
+    qm_index_free(&x->mem);
+}
+
+#endif /* QM_IX_H */
