@@ -76,6 +76,7 @@ enum { MERGE_IDLE, MERGE_REQUESTED, MERGE_DONE };
 
 struct qm_hindex {
     char path[4096], tmp[4104], dir[4096];
+    const qm_io *io; /* the I/O layer at creation (the merger never switches layers) */
     unsigned shard;
     u64 merge_changes;
     run r;
@@ -177,10 +178,10 @@ layer_bytes(const layer *l)
 /* ---- runs --------------------------------------------------------------------------------- */
 
 static void
-run_close(run *r)
+run_close(const qm_io *io, run *r)
 {
     if (r->fd >= 0)
-        qm_io_get()->close(r->fd);
+        io->close(r->fd);
     free(r->first);
     memset(r, 0, sizeof(*r));
     r->fd = -1;
@@ -207,7 +208,7 @@ page_crc(const u8 *page, u64 p)
 static int
 run_read_page(qm_hindex *x, const run *r, u64 p, u8 *buf, qm_err *err)
 {
-    int rc = qm_io_pread_full(r->fd, buf, QM_HIX_PAGE, (p + 1) * QM_HIX_PAGE);
+    int rc = qm_iox_pread_full(x->io, r->fd, buf, QM_HIX_PAGE, (p + 1) * QM_HIX_PAGE);
     if (rc)
         return qm_err_set(err, rc, "%s: reading index page %" PRIu64 ": %s", x->path, p,
                           strerror(-rc));
@@ -257,12 +258,12 @@ rw_open(rwriter *w, qm_hindex *x, qm_err *err)
     w->out.fd = -1;
     w->off = QM_HIX_PAGE;
     w->buf = calloc(1, HIX_WBUF);
-    int fd = qm_io_get()->open(x->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = x->io->open(x->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (!w->buf || fd < 0) {
         free(w->buf);
         w->buf = NULL;
         if (fd >= 0)
-            qm_io_get()->close(fd);
+            x->io->close(fd);
         return fd < 0 ? qm_err_set(err, fd, "%s: %s", x->tmp, strerror(-fd)) : -ENOMEM;
     }
     w->fd = fd;
@@ -273,8 +274,8 @@ static void
 rw_abort(rwriter *w)
 {
     if (w->fd >= 0) {
-        qm_io_get()->close(w->fd);
-        qm_io_get()->unlink(w->x->tmp);
+        w->x->io->close(w->fd);
+        w->x->io->unlink(w->x->tmp);
     }
     free(w->buf);
     free(w->out.first);
@@ -288,7 +289,7 @@ rw_flush(rwriter *w)
 {
     if (w->blen == 0)
         return 0;
-    int rc = qm_io_pwrite_full(w->fd, w->buf, w->blen, w->off);
+    int rc = qm_iox_pwrite_full(w->x->io, w->fd, w->buf, w->blen, w->off);
     if (rc)
         return qm_err_set(w->err, rc, "%s: writing the index run: %s", w->x->tmp,
                           strerror(-rc));
@@ -349,13 +350,13 @@ static int
 rw_finish(rwriter *w, const qm_hix_state *st, const u8 *blob, size_t blob_len)
 {
     qm_hindex *x = w->x;
-    const qm_io *io = qm_io_get();
+    const qm_io *io = x->io;
     QM_RET(rw_end_page(w));
     QM_RET(rw_flush(w));
     u64 sparse_off = w->off, sparse_len = w->out.npages * 6;
-    int rc = sparse_len ? qm_io_pwrite_full(w->fd, w->out.first, sparse_len, sparse_off) : 0;
+    int rc = sparse_len ? qm_iox_pwrite_full(x->io, w->fd, w->out.first, sparse_len, sparse_off) : 0;
     if (!rc && blob_len)
-        rc = qm_io_pwrite_full(w->fd, blob, blob_len, sparse_off + sparse_len);
+        rc = qm_iox_pwrite_full(x->io, w->fd, blob, blob_len, sparse_off + sparse_len);
     u8 *h = w->buf; /* reuse the buffer for the header page */
     memset(h, 0, QM_HIX_PAGE);
     memcpy(h, HIX_MAGIC, 8);
@@ -372,13 +373,13 @@ rw_finish(rwriter *w, const qm_hix_state *st, const u8 *blob, size_t blob_len)
         hdr_put_state(h, st);
     qm_put_u32le(h + HIX_HDR_CRC_AT, qm_crc32c(0, h, HIX_HDR_CRC_AT));
     if (!rc)
-        rc = qm_io_pwrite_full(w->fd, h, QM_HIX_PAGE, 0);
+        rc = qm_iox_pwrite_full(x->io, w->fd, h, QM_HIX_PAGE, 0);
     if (!rc)
         rc = io->fsync(w->fd);
     if (!rc && rename(x->tmp, x->path) != 0)
         rc = -errno;
     if (!rc && st)
-        rc = qm_io_fsync_dir(x->dir);
+        rc = qm_iox_fsync_dir(x->io, x->dir);
     if (rc)
         return qm_err_set(w->err, rc, "%s: writing the index run: %s", x->tmp, strerror(-rc));
     io->close(w->fd);
@@ -419,7 +420,7 @@ rr_next(rreader *rd, const u8 **rec)
     if (p >= rd->page + rd->npg) {
         rd->page = p;
         rd->npg = QM_MIN((u64)RR_PAGES, rd->r->npages - p);
-        int rc = qm_io_pread_full(rd->r->fd, rd->buf, rd->npg * QM_HIX_PAGE,
+        int rc = qm_iox_pread_full(rd->x->io, rd->r->fd, rd->buf, rd->npg * QM_HIX_PAGE,
                                   (p + 1) * QM_HIX_PAGE);
         if (rc)
             return qm_err_set(rd->err, rc, "%s: reading the index run: %s", rd->x->path,
@@ -544,6 +545,23 @@ out:
     return rc;
 }
 
+/* Merges F into a new run (the merger's work; mu not held). */
+static void
+merge_frozen(qm_hindex *x)
+{
+    layer *ls[2] = {x->f, NULL};
+    run out = {.fd = -1};
+    pthread_mutex_lock(&g_merge_mu);
+    int rc = merge_write(x, &x->r, ls, NULL, NULL, 0, &out, &x->merr);
+    pthread_mutex_unlock(&g_merge_mu);
+    pthread_mutex_lock(&x->mu);
+    x->out = out;
+    x->merge_rc = rc;
+    x->state = MERGE_DONE;
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+}
+
 static void *
 merger_main(void *arg)
 {
@@ -555,16 +573,8 @@ merger_main(void *arg)
         if (x->stop)
             break;
         pthread_mutex_unlock(&x->mu);
-        layer *ls[2] = {x->f, NULL};
-        run out = {.fd = -1};
-        pthread_mutex_lock(&g_merge_mu);
-        int rc = merge_write(x, &x->r, ls, NULL, NULL, 0, &out, &x->merr);
-        pthread_mutex_unlock(&g_merge_mu);
+        merge_frozen(x);
         pthread_mutex_lock(&x->mu);
-        x->out = out;
-        x->merge_rc = rc;
-        x->state = MERGE_DONE;
-        pthread_cond_broadcast(&x->cv);
     }
     pthread_mutex_unlock(&x->mu);
     return NULL;
@@ -582,6 +592,7 @@ hix_alloc(const char *dir, unsigned shard, u64 merge_changes, qm_err *err, qm_hi
     snprintf(x->path, sizeof(x->path), "%s/s%02x.hix", dir, shard);
     snprintf(x->tmp, sizeof(x->tmp), "%s.tmp", x->path);
     x->shard = shard;
+    x->io = qm_io_get();
     x->merge_changes = merge_changes;
     x->err = err;
     x->r.fd = -1;
@@ -619,8 +630,8 @@ qm_hix_free(qm_hindex *x)
         pthread_mutex_unlock(&x->mu);
         pthread_join(x->th, NULL);
     }
-    run_close(&x->r);
-    run_close(&x->out);
+    run_close(x->io, &x->r);
+    run_close(x->io, &x->out);
     layer_free(x->a);
     layer_free(x->f);
     free(x->bulk);
@@ -645,7 +656,7 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, const qm_hix_sta
     u8 h[QM_HIX_PAGE];
     u64 fsize = 0;
     int rc = io->fsize(fd, &fsize);
-    if (rc || fsize < QM_HIX_PAGE || qm_io_pread_full(fd, h, QM_HIX_PAGE, 0) != 0 ||
+    if (rc || fsize < QM_HIX_PAGE || qm_iox_pread_full(io, fd, h, QM_HIX_PAGE, 0) != 0 ||
         memcmp(h, HIX_MAGIC, 8) != 0 || qm_get_u32le(h + 8) != HIX_VERSION ||
         qm_get_u32le(h + 12) != shard || (qm_get_u32le(h + 48) & 1) == 0 ||
         qm_get_u32le(h + HIX_HDR_CRC_AT) != qm_crc32c(0, h, HIX_HDR_CRC_AT)) {
@@ -668,9 +679,9 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, const qm_hix_sta
     u8 *first = malloc(npages ? npages * 6 : 1);
     rc = (!b || !first) ? -ENOMEM : 0;
     if (!rc && npages)
-        rc = qm_io_pread_full(fd, first, npages * 6, soff);
+        rc = qm_iox_pread_full(io, fd, first, npages * 6, soff);
     if (!rc && blen)
-        rc = qm_io_pread_full(fd, b, blen, boff);
+        rc = qm_iox_pread_full(io, fd, b, blen, boff);
     if (!rc && (qm_crc32c(0, first, npages * 6) != qm_get_u32le(h + 52) ||
                 qm_crc32c(0, b, blen) != qm_get_u32le(h + 56)))
         rc = QMDB_NOTFOUND;
@@ -782,7 +793,7 @@ kh_of(const u8 key6[6], u8 kh[32])
 }
 
 /* Overlay records with key6 that no newer layer erased. */
-static void
+static int
 overlay_find(qm_hindex *x, const u8 key6[6], outv *o)
 {
     u8 kh[32];
@@ -791,14 +802,21 @@ overlay_find(qm_hindex *x, const u8 key6[6], outv *o)
     for (unsigned k = 0; k < 2; k++) {
         if (!ls[k])
             continue;
-        u64 tmp[64];
+        u64 tmp[64], *v = tmp;
         size_t n = qm_index_find(&ls[k]->ins, kh, tmp, QM_ARRAY_LEN(tmp));
-        for (size_t i = 0; i < QM_MIN(n, QM_ARRAY_LEN(tmp)); i++)
-            if (k == 1 || !ps_has(&x->a->del, tmp[i]))
-                ov_add(o, tmp[i]);
-        for (size_t i = QM_ARRAY_LEN(tmp); i < n; i++)
-            o->n++; /* beyond what we can filter: the count still tells the caller */
+        if (n > QM_ARRAY_LEN(tmp)) { /* unusual: many records share the prefix */
+            v = malloc(n * sizeof(u64));
+            if (!v)
+                return -ENOMEM;
+            qm_index_find(&ls[k]->ins, kh, v, n);
+        }
+        for (size_t i = 0; i < n; i++)
+            if (k == 1 || !ps_has(&x->a->del, v[i]))
+                ov_add(o, v[i]);
+        if (v != tmp)
+            free(v);
     }
+    return 0;
 }
 
 int
@@ -806,7 +824,7 @@ qm_hix_find(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
 {
     outv o = {out, cap, 0};
     QM_RET(run_find(x, kh, &o, x->err));
-    overlay_find(x, kh, &o);
+    QM_RET(overlay_find(x, kh, &o));
     *n = o.n;
     return 0;
 }
@@ -839,7 +857,7 @@ qm_hix_pred(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
         overlay_find(x, best, &o);
     }
     QM_RET(run_find(x, kh, &o, x->err));
-    overlay_find(x, kh, &o);
+    QM_RET(overlay_find(x, kh, &o));
     *n = o.n;
     return 0;
 }
@@ -917,7 +935,7 @@ qm_hix_bulk_finish(qm_hindex *x)
         rw_abort(&w);
         return rc;
     }
-    run_close(&x->r);
+    run_close(x->io, &x->r);
     x->r = w.out;
     x->count = x->r.nrec;
     free(x->bulk);
@@ -942,7 +960,7 @@ install_locked(qm_hindex *x)
         qm_err_set(x->err, rc, "%s", x->merr.msg);
         return rc; /* F stays; the handle reports the failure */
     }
-    run_close(&x->r);
+    run_close(x->io, &x->r);
     x->r = x->out;
     x->out.fd = -1;
     x->out.first = NULL;
@@ -956,6 +974,9 @@ int
 qm_hix_maintain(qm_hindex *x)
 {
     int rc = 0;
+    /* A test I/O layer (fault injection, simulated power loss) is single-threaded: merge
+     * inline then, like the rest of the engine does under it. */
+    bool inline_merge = x->io != qm_io_posix();
     pthread_mutex_lock(&x->mu);
     if (x->state == MERGE_DONE)
         rc = install_locked(x);
@@ -967,11 +988,21 @@ qm_hix_maintain(qm_hindex *x)
         } else {
             x->f = x->a;
             x->a = na;
-            x->state = MERGE_REQUESTED;
-            pthread_cond_broadcast(&x->cv);
         }
     }
+    /* Start (or, after a failure, retry) the merge of F. */
+    if (!rc && x->state == MERGE_IDLE && x->f) {
+        x->state = MERGE_REQUESTED;
+        if (!inline_merge)
+            pthread_cond_broadcast(&x->cv);
+    }
     pthread_mutex_unlock(&x->mu);
+    if (!rc && inline_merge && x->state == MERGE_REQUESTED) {
+        merge_frozen(x);
+        pthread_mutex_lock(&x->mu);
+        rc = install_locked(x);
+        pthread_mutex_unlock(&x->mu);
+    }
     return rc;
 }
 
@@ -994,7 +1025,7 @@ qm_hix_checkpoint(qm_hindex *x, const qm_hix_state *st, const u8 *blob, size_t b
     pthread_mutex_unlock(&g_merge_mu);
     if (rc)
         return rc;
-    run_close(&x->r);
+    run_close(x->io, &x->r);
     x->r = out;
     layer_free(x->f);
     x->f = NULL;

@@ -85,7 +85,12 @@ qm_io_set(const qm_io *io)
 int
 qm_io_pread_upto(int fd, void *buf, size_t len, u64 off, size_t *got)
 {
-    const qm_io *io = qm_io_get();
+    return qm_iox_pread_upto(qm_io_get(), fd, buf, len, off, got);
+}
+
+int
+qm_iox_pread_upto(const qm_io *io, int fd, void *buf, size_t len, u64 off, size_t *got)
+{
     size_t done = 0;
     while (done < len) {
         ssize_t n = io->pread(fd, (u8 *)buf + done, len - done, off + done);
@@ -106,15 +111,26 @@ qm_io_pread_upto(int fd, void *buf, size_t len, u64 off, size_t *got)
 int
 qm_io_pread_full(int fd, void *buf, size_t len, u64 off)
 {
+    return qm_iox_pread_full(qm_io_get(), fd, buf, len, off);
+}
+
+int
+qm_iox_pread_full(const qm_io *io, int fd, void *buf, size_t len, u64 off)
+{
     size_t got;
-    QM_RET(qm_io_pread_upto(fd, buf, len, off, &got));
+    QM_RET(qm_iox_pread_upto(io, fd, buf, len, off, &got));
     return got == len ? 0 : -EIO;
 }
 
 int
 qm_io_pwrite_full(int fd, const void *buf, size_t len, u64 off)
 {
-    const qm_io *io = qm_io_get();
+    return qm_iox_pwrite_full(qm_io_get(), fd, buf, len, off);
+}
+
+int
+qm_iox_pwrite_full(const qm_io *io, int fd, const void *buf, size_t len, u64 off)
+{
     size_t done = 0;
     while (done < len) {
         ssize_t n = io->pwrite(fd, (const u8 *)buf + done, len - done, off + done);
@@ -132,7 +148,12 @@ qm_io_pwrite_full(int fd, const void *buf, size_t len, u64 off)
 int
 qm_io_fsync_dir(const char *dir)
 {
-    const qm_io *io = qm_io_get();
+    return qm_iox_fsync_dir(qm_io_get(), dir);
+}
+
+int
+qm_iox_fsync_dir(const qm_io *io, const char *dir)
+{
     int fd = io->open(dir, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0)
         return fd;

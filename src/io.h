@@ -37,4 +37,12 @@ QM_HIDDEN int qm_io_pwrite_full(int fd, const void *buf, size_t len, u64 off);
 /* fsync a directory (so that file creations and deletions in it are durable). */
 QM_HIDDEN int qm_io_fsync_dir(const char *dir);
 
+/* The same over a given implementation (a component that captured the I/O layer it was
+ * created under, so that its background thread never switches layers mid-way). */
+QM_HIDDEN int qm_iox_pread_upto(const qm_io *io, int fd, void *buf, size_t len, u64 off,
+                                size_t *got);
+QM_HIDDEN int qm_iox_pread_full(const qm_io *io, int fd, void *buf, size_t len, u64 off);
+QM_HIDDEN int qm_iox_pwrite_full(const qm_io *io, int fd, const void *buf, size_t len, u64 off);
+QM_HIDDEN int qm_iox_fsync_dir(const qm_io *io, const char *dir);
+
 #endif /* QM_IO_H */

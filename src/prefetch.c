@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "hash.h"
+#include "hindex.h"
 
 /* Bytes read per entry: covers typical entries (53 bytes + key + value); longer ones are
  * read again synchronously when used. */
@@ -93,7 +94,7 @@ req_cmp(const void *a, const void *b)
 /* Sorts a batch of reads by shard (rio's requirement for its pread pool) and offset, drops
  * repeats (two keys of a batch may share a candidate or a predecessor), and runs it. */
 static int
-pf_run(qm_reqs *q, qm_rio *rio, qm_shard *shards)
+pf_run_with(qm_reqs *q, qm_rio *rio, qm_shard *shards, qm_rio_done done)
 {
     if (q->n == 0)
         return 0;
@@ -103,7 +104,48 @@ pf_run(qm_reqs *q, qm_rio *rio, qm_shard *shards)
         if (k == 0 || q->r[i].fd != q->r[k - 1].fd || q->r[i].off != q->r[k - 1].off)
             q->r[k++] = q->r[i];
     q->n = k;
-    return qm_rio_run(rio, q->r, q->n, pf_done, shards);
+    return qm_rio_run(rio, q->r, q->n, done, shards);
+}
+
+static int
+pf_run(qm_reqs *q, qm_rio *rio, qm_shard *shards)
+{
+    return pf_run_with(q, rio, shards, pf_done);
+}
+
+/* rio completion of an index page: reading it brought it into the page cache, where the
+ * lookups that follow find it. */
+static void
+pf_page_done(void *arg, const qm_rreq *r, const u8 *data, size_t got, int rc)
+{
+    (void)arg, (void)r, (void)data, (void)got, (void)rc;
+}
+
+/* Hybrid indexer, phase one of a two-phase prefetch: the run page each key's lookup reads,
+ * all in one batch, before the lookups that name the entries to read in phase two. */
+static int
+pf_queue_page(qm_reqs *q, qm_shard *s, const u8 kh[32])
+{
+    int fd;
+    u64 off;
+    if (!s->index.hyb || !qm_hix_page_of(s->index.hyb, kh, &fd, &off))
+        return 0;
+    QM_RET(qm_reqs_reserve(q, 1));
+    q->r[q->n++] = (qm_rreq){.fd = fd, .shard = s->id, .off = off, .len = QM_HIX_PAGE};
+    return 0;
+}
+
+/* A put whose key a client read for this block (qmdb_get_many, or a qmdb_get that found it)
+ * has its entries cached already. */
+static bool
+pf_seen(qm_shard *s, const qm_op *op)
+{
+    if (op->vlen == 0)
+        return false; /* a delete also needs the predecessor */
+    pthread_mutex_lock(&s->warm_mu);
+    bool seen = qm_warm_key_has(&s->warm, op->kh);
+    pthread_mutex_unlock(&s->warm_mu);
+    return seen;
 }
 
 int
@@ -111,19 +153,18 @@ qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_reqs
 {
     q->n = 0;
     bool direct = qm_rio_direct(rio);
+    for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
+        for (size_t k = 0; shards[i].index.hyb && k < cs->n[i]; k++)
+            if (!pf_seen(&shards[i], &cs->ops[i][k]))
+                QM_RET(pf_queue_page(q, &shards[i], cs->ops[i][k].kh));
+    QM_RET(pf_run_with(q, rio, shards, pf_page_done));
+    q->n = 0;
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
         qm_shard *s = &shards[i];
         for (size_t k = 0; k < cs->n[i]; k++) {
             const qm_op *op = &cs->ops[i][k];
-            /* A put whose key a client read for this block (qmdb_get_many, or a qmdb_get that
-             * found it) has its entries cached already; a delete also needs the predecessor. */
-            if (op->vlen > 0) {
-                pthread_mutex_lock(&s->warm_mu);
-                bool seen = qm_warm_key_has(&s->warm, op->kh);
-                pthread_mutex_unlock(&s->warm_mu);
-                if (seen)
-                    continue;
-            }
+            if (pf_seen(s, op))
+                continue;
             u64 pos[PF_CAND_MAX];
             size_t nkey;
             size_t n = qm_shard_op_positions(s, op->kh,
@@ -197,8 +238,8 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
             qm_warm_clear(&shards[i].warm);
         pthread_mutex_unlock(&shards[i].warm_mu);
     }
-    /* Pass 1: candidates of every key (and the predecessor's of absent keys), one batch of
-     * reads for those not in DRAM. */
+    /* Pass 0: key hashes, answers from pre-images, and (hybrid indexer) one batch of index
+     * page reads. */
     for (size_t i = 0; i < n; i++) {
         slot[i].n = 0;
         if (!rd[i].key || rd[i].klen == 0 || rd[i].klen > QMDB_MAX_KEY_LEN ||
@@ -209,10 +250,20 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
         rd[i].rc = 0;
         qm_sha256(rd[i].key, rd[i].klen, kh[i]);
         qm_shard *s = &shards[qm_shard_of(kh[i])];
-        if (npre && gm_pre(pre, npre, s->id, kh[i], &rd[i])) {
+        if (npre && gm_pre(pre, npre, s->id, kh[i], &rd[i]))
             slot[i].n = GM_ANSWERED;
+        else if (rio)
+            QM_TRY(pf_queue_page(&q, s, kh[i]));
+    }
+    if (rio && q.n)
+        QM_TRY(pf_run_with(&q, rio, shards, pf_page_done));
+    q.n = 0;
+    /* Pass 1: candidates of every key (and the predecessor's of absent keys), one batch of
+     * reads for those not in DRAM. */
+    for (size_t i = 0; i < n; i++) {
+        if (rd[i].rc || slot[i].n == GM_ANSWERED)
             continue;
-        }
+        qm_shard *s = &shards[qm_shard_of(kh[i])];
         if (ccap - ncand < PF_CAND_MAX) {
             ccap = QM_MAX(ccap * 2, ncand + PF_CAND_MAX + 1024);
             u64 *nc = realloc(cand, ccap * sizeof(u64));

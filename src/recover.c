@@ -285,8 +285,11 @@ recover_checkpoint(qm_shard *s, const char *dir, const qm_shard_meta *m)
         goto out;
     }
     /* The youngest twig's leaves. */
-    u64 ysn = youngest << QM_TWIG_SHIFT, pos = qm_get_u64le(blob);
-    t->twigs[youngest].first_pos = pos;
+    u64 ysn = youngest << QM_TWIG_SHIFT, pos = m->entry_size;
+    if (ysn < m->next_sn) { /* a youngest twig with entries: hash them */
+        pos = qm_get_u64le(blob);
+        t->twigs[youngest].first_pos = pos;
+    }
     qm_scan sc;
     QM_TRY(qm_scan_init(&sc, &s->entries, 1 << 20));
     for (u64 sn = ysn; sn < m->next_sn && !rc; sn++) {

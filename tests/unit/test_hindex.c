@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_hindex.c -- the hybrid indexer (run file + overlays + background merges) against the
+ * in-memory indexer as the model: a bulk load, then random inserts/erasures/replacements with
+ * 6-byte-prefix collisions and keys near run-page boundaries, comparing find/pred (as sets),
+ * foreach and count across merges; the checkpoint round trip (blob, stale states, a flipped
+ * byte in a record page, a missing file); an empty run (overlay only) and qm_hix_page_of.
+ */
+#include "../test.h"
+#include "codec.h"
+#include "hindex.h"
+#include "indexer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SHARD 3u
+#define NUNITS 64
+#define NBULK 5000
+#define BIG 400 /* bulk records sharing one 6-byte prefix: the group spans a page boundary */
+#define STEPS 20000
+#define MAXSLOTS (NBULK + BIG + NUNITS + STEPS + 4000)
+/* Every position ever allocated is slot s's: fresh, strictly increasing, < 2^51. */
+#define POS_BASE (((u64)1 << 51) - 8 * (u64)(MAXSLOTS + 1))
+#define POS(s) (POS_BASE + 8 * (u64)(s))
+#define SLOT(p) ((u32)(((p)-POS_BASE) / 8))
+#define CAP 4096
+QM_STATIC_ASSERT(sizeof(qm_hix_state) == 80, "offsets below");
+
+typedef struct kp {
+    u8 k[6];
+    u64 pos;
+} kp;
+
+static char dir[] = "/tmp/qmdb-test-hixXXXXXX";
+static u64 rng = 0x9e3779b97f4a7c15ull;
+static u8 khs[MAXSLOTS][32];
+static u8 sentry[MAXSLOTS];
+static u32 nslots, nlive, live_list[MAXSLOTS], live_at[MAXSLOTS];
+static unsigned units[NUNITS];
+static qm_index ref;
+static u8 bounds[512][6]; /* key6 around every 341st record: near run-page starts */
+static int nbounds;
+static kp refl[MAXSLOTS], *fe;
+static size_t nfe, capfe;
+static int fe_sorted;
+static u64 ga[CAP], gb[CAP];
+static u8 big[32]; /* the prefix of the BIG group */
+
+static u64
+rnd(void)
+{
+    return test_xorshift(&rng);
+}
+
+static u32
+get32(const u8 *p)
+{
+    return ((u32)p[0] << 24) | ((u32)p[1] << 16) | ((u32)p[2] << 8) | p[3];
+}
+
+static void
+set_unit(u8 *kh, unsigned u)
+{
+    kh[0] = (u8)((SHARD << 4) | (u >> 8));
+    kh[1] = (u8)u;
+}
+
+static u32
+new_slot(const u8 kh[32])
+{
+    u32 s = nslots++;
+    REQUIRE(s < MAXSLOTS);
+    memcpy(khs[s], kh, 32);
+    live_at[s] = nlive;
+    live_list[nlive++] = s;
+    return s;
+}
+
+static void
+kill_slot(u32 s)
+{
+    u32 last = live_list[--nlive];
+    live_list[live_at[s]] = last;
+    live_at[last] = live_at[s];
+}
+
+/* mode 0: random key in one of the units; 1: another key's 6-byte prefix; 2: near a page
+ * start. Bytes [2..6) are never all zero: only sentries have their unit's lowest prefix. */
+static void
+gen_key(u8 kh[32], int mode)
+{
+    for (int i = 0; i < 32; i++)
+        kh[i] = (u8)rnd();
+    set_unit(kh, units[rnd() % NUNITS]);
+    if (mode == 1 && nslots > 0)
+        memcpy(kh, khs[rnd() % nslots], 6);
+    if (mode == 2 && nbounds > 0) {
+        memcpy(kh, bounds[rnd() % (u64)nbounds], 6);
+        kh[5] = (u8)(kh[5] + rnd() % 3 - 1);
+    }
+    if (get32(kh + 2) == 0)
+        kh[5] = 1;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+    u64 x = *(const u64 *)a, y = *(const u64 *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int
+cmp_kp(const void *a, const void *b)
+{
+    const kp *x = a, *y = b;
+    int c = memcmp(x->k, y->k, 6);
+    return c ? c : x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* find, then pred (as sets of positions, with the totals) against the model. */
+static void
+check_lookup(qm_hindex *x, const u8 kh[32])
+{
+    int (*hix[2])(qm_hindex *, const u8 *, u64 *, size_t, size_t *) = {qm_hix_find, qm_hix_pred};
+    size_t (*mod[2])(const qm_index *, const u8 *, u64 *, size_t) = {qm_index_find,
+                                                                     qm_index_pred_candidates};
+    /* pred of a sentry prefix lies in the previous unit, not in the model's answer */
+    for (int k = 0; k < (get32(kh + 2) ? 2 : 1); k++) {
+        size_t n = 0, m = mod[k](&ref, kh, gb, CAP), fails = (size_t)test_failures;
+        memset(ga, 0xff, sizeof(ga)); /* positions counted but never written show up */
+        CHECK_OK(hix[k](x, kh, ga, CAP, &n));
+        CHECK_EQ_U64(n, m);
+        REQUIRE(m <= CAP);
+        qsort(ga, QM_MIN(n, m), 8, cmp_u64);
+        qsort(gb, QM_MIN(n, m), 8, cmp_u64);
+        CHECK(n == m && memcmp(ga, gb, n * 8) == 0);
+        u64 few[2]; /* a short buffer still gets the total count, and only true positions */
+        if (n == m && n >= 3 && hix[k](x, kh, few, 2, &n) == 0) {
+            CHECK_EQ_U64(n, m);
+            CHECK(bsearch(&few[0], gb, m, 8, cmp_u64) && bsearch(&few[1], gb, m, 8, cmp_u64));
+        }
+        if ((size_t)test_failures != fails) {
+            fprintf(stderr, "  %s differs (%zu vs %zu positions) for", k ? "pred" : "find", n, m);
+            test_hexdump("", kh, 8);
+        }
+    }
+}
+
+static int
+fe_cb(void *arg, const u8 key6[6], u64 pos)
+{
+    (void)arg;
+    if (nfe > 0 && memcmp(fe[nfe - 1].k, key6, 6) > 0)
+        fe_sorted = 0;
+    if (nfe == capfe) {
+        capfe = capfe ? 2 * capfe : 4096;
+        fe = realloc(fe, capfe * sizeof(kp));
+        REQUIRE(fe != NULL);
+    }
+    memcpy(fe[nfe].k, key6, 6);
+    fe[nfe++].pos = pos;
+    return 0;
+}
+
+static int
+stop_cb(void *arg, const u8 key6[6], u64 pos)
+{
+    (void)key6, (void)pos;
+    return ++*(int *)arg == 10 ? 7 : 0;
+}
+
+/* The model's records sorted by (key6, pos) into refl; returns their number. */
+static size_t
+ref_list(void)
+{
+    size_t n = 0;
+    for (unsigned u = 0; u < QM_UNITS_PER_SHARD; u++)
+        for (u32 i = 0; i < ref.units[u].n; i++) {
+            const u8 *r = ref.units[u].recs + (size_t)i * QM_INDEX_REC;
+            REQUIRE(n < MAXSLOTS);
+            set_unit(refl[n].k, u);
+            memcpy(refl[n].k + 2, r, 4);
+            refl[n++].pos = qm_get_u48be(r + 4) * 8;
+        }
+    qsort(refl, n, sizeof(kp), cmp_kp);
+    return n;
+}
+
+/* foreach (in key order) and count equal the model; refreshes the page-start keys. */
+static void
+check_all(qm_hindex *x)
+{
+    nfe = 0;
+    fe_sorted = 1;
+    CHECK_OK(qm_hix_foreach(x, fe_cb, NULL));
+    CHECK(fe_sorted);
+    size_t n = ref_list();
+    CHECK_EQ_U64(ref.count, n);
+    CHECK_EQ_U64(nfe, n);
+    CHECK_EQ_U64(qm_hix_count(x), n);
+    if (nfe > 0)
+        qsort(fe, nfe, sizeof(kp), cmp_kp);
+    size_t bad = 0;
+    for (size_t i = 0; i < n && i < nfe; i++)
+        bad += cmp_kp(&fe[i], &refl[i]) != 0;
+    CHECK_EQ_U64(bad, 0);
+    nbounds = 0;
+    for (size_t i = QM_HIX_PER_PAGE; i < n && nbounds + 2 <= 512; i += QM_HIX_PER_PAGE) {
+        memcpy(bounds[nbounds++], refl[i].k, 6);
+        memcpy(bounds[nbounds++], refl[i - 1].k, 6);
+    }
+}
+
+/* Calls maintain repeatedly (merges run on their own thread) until one more merge installs. */
+static void
+settle(qm_hindex *x, int tries)
+{
+    u64 m0 = qm_hix_merges(x);
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < tries && qm_hix_merges(x) == m0; i++) {
+        CHECK_OK(qm_hix_maintain(x));
+        nanosleep(&ms, NULL);
+    }
+}
+
+static void
+do_insert(qm_hindex *x, const u8 kh[32])
+{
+    u32 s = new_slot(kh);
+    CHECK_OK(qm_hix_insert(x, kh, POS(s)));
+    CHECK_OK(qm_index_insert(&ref, kh, POS(s)));
+}
+
+static void
+do_erase(qm_hindex *x, u32 s)
+{
+    CHECK_OK(qm_hix_erase(x, khs[s], POS(s)));
+    CHECK_OK(qm_index_erase(&ref, khs[s], POS(s)));
+    kill_slot(s);
+}
+
+/* Erases up to k records that follow slot s in its unit (empties whole run pages). */
+static void
+erase_run(qm_hindex *x, u32 s, int k)
+{
+    const qm_index_unit *u = &ref.units[((khs[s][0] & 0x0f) << 8) | khs[s][1]];
+    u32 i = 0, todo[64], nt = 0;
+    while (i < u->n && qm_get_u48be(u->recs + (size_t)i * QM_INDEX_REC + 4) * 8 != POS(s))
+        i++;
+    for (; i < u->n && (int)nt < k; i++) {
+        u32 t = SLOT(qm_get_u48be(u->recs + (size_t)i * QM_INDEX_REC + 4) * 8);
+        if (!sentry[t])
+            todo[nt++] = t;
+    }
+    for (u32 j = 0; j < nt; j++)
+        do_erase(x, todo[j]);
+}
+
+static void
+spill(const char *p, const u8 *b, size_t n)
+{
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0 && pwrite(fd, b, n, 0) == (ssize_t)n);
+    close(fd);
+}
+
+/* Random changes and lookups against the model, with maintain calls along the way. */
+static void
+random_steps(qm_hindex *x, int steps)
+{
+    u8 kh[32];
+    for (int step = 0; step < steps && test_failures < 20; step++) {
+        int op = (int)(rnd() % 100);
+        u32 s = live_list[rnd() % nlive];
+        int mode = (int)(rnd() % 10);
+        mode = mode < 5 ? 0 : mode < 8 ? 1 : 2;
+        if (op < 30) {
+            gen_key(kh, mode);
+            do_insert(x, kh);
+        } else if (op < 42) {
+            if (!sentry[s])
+                do_erase(x, s);
+        } else if (op < 43) {
+            erase_run(x, s, 1 + (int)(rnd() % 40));
+        } else if (op < 56) {
+            u32 t = new_slot(khs[s]); /* replace: the same key moves to a fresh position */
+            sentry[t] = sentry[s];
+            CHECK_OK(qm_hix_replace(x, khs[s], POS(s), POS(t)));
+            CHECK_OK(qm_index_replace(&ref, khs[s], POS(s), POS(t)));
+            kill_slot(s);
+        } else {
+            if (op < 70)
+                memcpy(kh, khs[s], 32);
+            else
+                gen_key(kh, mode);
+            check_lookup(x, kh);
+        }
+        if (step % 50 == 49)
+            CHECK_OK(qm_hix_maintain(x));
+        if (step % 1000 == 999) {
+            settle(x, 300);
+            check_all(x);
+            check_lookup(x, big);
+        }
+    }
+}
+
+static void
+test_random(void)
+{
+    qm_err err = {{0}};
+    qm_hindex *x = NULL;
+    u8 kh[32];
+    qm_index_init(&ref);
+    REQUIRE(qm_hix_new(dir, SHARD, 64, &x, &err) == 0);
+    for (int i = 0; i < NUNITS; i++) { /* one unit in each 64-unit stretch; all get sentries */
+        units[i] = (unsigned)i * 64 + (unsigned)(rnd() % 64);
+        memset(kh, 0, 32);
+        set_unit(kh, units[i]);
+        u32 s = new_slot(kh);
+        sentry[s] = 1;
+    }
+    gen_key(big, 0);
+    for (int i = 0; i < NBULK + BIG; i++) {
+        gen_key(kh, i < NBULK && rnd() % 4 == 0);
+        if (i >= NBULK)
+            memcpy(kh, big, 6);
+        new_slot(kh);
+    }
+    for (u32 s = 0; s < nslots; s++) { /* any order: a sentry lands in the middle */
+        u32 t = (s * 7919u + 13u) % nslots;
+        CHECK_OK(qm_hix_bulk_add(x, khs[t], POS(t)));
+        CHECK_OK(qm_index_bulk_add(&ref, khs[t], POS(t)));
+    }
+    qm_index_bulk_finish(&ref);
+    CHECK_OK(qm_hix_bulk_finish(x));
+    check_all(x);
+    CHECK(qm_hix_ssd_bytes(x) >=
+          QM_HIX_PAGE * (1 + (ref.count + QM_HIX_PER_PAGE - 1) / QM_HIX_PER_PAGE));
+    CHECK(qm_hix_dram_bytes(x) > 0);
+    check_lookup(x, big); /* the big group: one page boundary inside it */
+    int stop = 0;
+    CHECK_RC(qm_hix_foreach(x, stop_cb, &stop), 7);
+    CHECK_EQ_U64(stop, 10);
+
+    random_steps(x, STEPS);
+    settle(x, 300);
+    check_all(x);
+    CHECK(qm_hix_merges(x) > 0);
+    CHECK(qm_hix_page_reads(x) > 0);
+    printf("random: %" PRIu64 " records, %" PRIu64 " merges, %" PRIu64 " page reads\n",
+           (u64)ref.count, qm_hix_merges(x), qm_hix_page_reads(x));
+
+    /* Checkpoint round trip. */
+    qm_hix_state st = {77, 123456, 9876543, 1234, 5555, 3, {0}};
+    for (int i = 0; i < 32; i++)
+        st.root[i] = (u8)(i * 7 + 1);
+    u8 blob[300];
+    for (size_t i = 0; i < sizeof(blob); i++)
+        blob[i] = (u8)rnd();
+    CHECK_OK(qm_hix_checkpoint(x, &st, blob, sizeof(blob)));
+    check_all(x);
+    qm_hix_free(x);
+    char path[600];
+    snprintf(path, sizeof(path), "%s/s%02u.hix", dir, SHARD);
+    struct stat sb; /* the file is restored before each load: a load may drop a stale file */
+    u8 *file = (u8 *)test_slurp(path);
+    REQUIRE(file && stat(path, &sb) == 0);
+    size_t flen = (size_t)sb.st_size;
+    size_t nrec = ref_list(), npages = (nrec + QM_HIX_PER_PAGE - 1) / QM_HIX_PER_PAGE;
+    CHECK(flen >= QM_HIX_PAGE * (1 + npages));
+    qm_hindex *y = NULL;
+    u8 *b = NULL;
+    size_t blen = 0;
+    CHECK_OK(qm_hix_load(dir, SHARD, 64, &st, &y, &b, &blen, &err));
+    REQUIRE(y != NULL);
+    CHECK_EQ_U64(blen, sizeof(blob));
+    CHECK(b && blen == sizeof(blob) && memcmp(b, blob, blen) == 0);
+    free(b);
+    check_all(y);
+    for (int i = 0; i < 300; i++) {
+        gen_key(kh, i % 3);
+        check_lookup(y, kh);
+    }
+    qm_hix_free(y);
+    static const size_t offs[8] = {0, 8, 16, 24, 32, 40, 48, 79}; /* u64 fields, root[0, 31] */
+    for (int f = 0; f < 8; f++) { /* any single field changed: no usable checkpoint */
+        qm_hix_state st2 = st;
+        ((u8 *)&st2)[offs[f]] ^= 0x10;
+        spill(path, file, flen);
+        y = NULL;
+        int rc = qm_hix_load(dir, SHARD, 64, &st2, &y, &b, &blen, &err);
+        CHECK_RC(rc, QMDB_NOTFOUND);
+        if (rc == 0)
+            free(b), qm_hix_free(y);
+    }
+    /* One flipped byte in a record page (or its CRC): refused at load or CORRUPT on use. */
+    const size_t flips[4][3] = {{0, 100, 3},
+                                {npages / 2, 0, 8},
+                                {npages - 1, (nrec - 1) % QM_HIX_PER_PAGE, 5},
+                                {1, 341, 1}};
+    for (int f = 0; f < 4; f++) {
+        size_t pg = flips[f][0], r = flips[f][1], idx = pg * QM_HIX_PER_PAGE + QM_MIN(r, 340);
+        size_t at = QM_HIX_PAGE * (1 + pg) + QM_HIX_REC * r + flips[f][2];
+        REQUIRE(idx < nrec && at < flen);
+        file[at] ^= 0x04;
+        spill(path, file, flen);
+        file[at] ^= 0x04;
+        y = NULL;
+        int rc = qm_hix_load(dir, SHARD, 64, &st, &y, &b, &blen, &err);
+        if (rc == 0) {
+            memset(kh, 0, 32);
+            memcpy(kh, refl[idx].k, 6); /* a key whose records include the flipped page */
+            size_t n = 0;
+            CHECK_RC(qm_hix_find(y, kh, ga, CAP, &n), QMDB_CORRUPT);
+            nfe = 0;
+            CHECK_RC(qm_hix_foreach(y, fe_cb, NULL), QMDB_CORRUPT);
+            free(b);
+            qm_hix_free(y);
+        } else {
+            CHECK_RC(rc, QMDB_NOTFOUND);
+        }
+    }
+    spill(path, file, flen); /* the loaded index keeps working: changes, merges, lookups */
+    y = NULL;
+    REQUIRE(qm_hix_load(dir, SHARD, 64, &st, &y, &b, &blen, &err) == 0);
+    free(b);
+    random_steps(y, 3000);
+    settle(y, 300);
+    check_all(y);
+    CHECK(qm_hix_merges(y) > 0);
+    qm_hix_free(y);
+    CHECK(unlink(path) == 0);
+    CHECK_RC(qm_hix_load(dir, SHARD, 64, &st, &y, &b, &blen, &err), QMDB_NOTFOUND);
+    free(file);
+    qm_index_free(&ref);
+}
+
+/* No bulk records: the overlay alone answers; page_of only once a merge wrote a run. */
+static void
+test_empty(void)
+{
+    qm_err err = {{0}};
+    qm_hindex *x = NULL;
+    char sub[600];
+    snprintf(sub, sizeof(sub), "%s/empty", dir);
+    REQUIRE(mkdir(sub, 0755) == 0);
+    qm_index_init(&ref);
+    REQUIRE(qm_hix_new(sub, SHARD, 16, &x, &err) == 0);
+    CHECK_OK(qm_hix_bulk_finish(x));
+    u8 kh[32];
+    gen_key(kh, 0);
+    int fd = -1;
+    u64 off = 1;
+    CHECK(!qm_hix_page_of(x, kh, &fd, &off));
+    check_all(x);
+    CHECK_EQ_U64(nfe, 0);
+    check_lookup(x, kh);
+    nlive = 0; /* only this index's records; one unit, with its sentry */
+    memset(kh, 0, 32);
+    set_unit(kh, units[5]);
+    do_insert(x, kh);
+    for (int i = 0; i < 20; i++) {
+        gen_key(kh, 0);
+        set_unit(kh, units[5]);
+        if (i % 4 == 3)
+            memcpy(kh + 2, khs[nslots - 1] + 2, 4); /* a 6-byte collision */
+        do_insert(x, kh);
+        check_lookup(x, kh);
+        if (i == 11) {
+            check_all(x);
+            CHECK(!qm_hix_page_of(x, kh, &fd, &off));
+        }
+    }
+    for (int i = 0; i < 50 && qm_hix_merges(x) == 0; i++)
+        settle(x, 100);
+    CHECK(qm_hix_merges(x) > 0);
+    CHECK(qm_hix_page_of(x, kh, &fd, &off));
+    CHECK(fd >= 0 && off % QM_HIX_PAGE == 0 && off >= QM_HIX_PAGE);
+    u8 pg[QM_HIX_PAGE];
+    CHECK(fd >= 0 && pread(fd, pg, sizeof(pg), (off_t)off) == (ssize_t)sizeof(pg));
+    check_all(x);
+    for (u32 i = 0; i < nlive; i++)
+        check_lookup(x, khs[live_list[i]]);
+    u8 grp[32]; /* more than 64 records of one 6-byte prefix in one overlay layer */
+    memcpy(grp, kh, 32);
+    for (int i = 0; i < 70; i++, grp[31]++)
+        do_insert(x, grp);
+    check_lookup(x, grp);
+    grp[5] ^= 1; /* a neighbour: the group is its predecessor or follows it */
+    check_lookup(x, grp);
+    check_all(x);
+    qm_hix_free(x);
+    qm_index_free(&ref);
+}
+
+int
+main(void)
+{
+    REQUIRE(mkdtemp(dir) != NULL);
+    test_random();
+    test_empty();
+    free(fe);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    return test_report("test_hindex");
+}
