@@ -47,6 +47,7 @@ typedef struct bench_cfg {
     int blind_writes;              /* 1 = writes without the read that precedes them */
     uint64_t read_batch;           /* RMW reads per engine batch read (get_many); 1 = get */
     int qmdb_direct_io;            /* --qmdb-direct-io */
+    int reopen;                    /* --reopen: time a reopen after the phases */
     /* qmdb create-time ablation options (--qmdb-*), 0 = default; copied to bench_engine_cfg */
     uint64_t qmdb_compact_thres, qmdb_history_blocks, qmdb_segment_bytes;
     uint32_t qmdb_util_ratio, qmdb_util_div;
@@ -73,6 +74,7 @@ typedef struct phase_rec {
     uint64_t hash_compressions; /* qmdb: SHA-256 compressions during the phase */
     uint64_t disk_rd_ios;       /* read requests completed by the DB's device */
     uint64_t batched_reads;     /* qmdb: batched entry reads during the phase */
+    uint64_t index_page_reads;  /* qmdb-hybrid: index run pages read during the phase */
     lat_sum lat;           /* per-op (reads) or per-block (writes) */
     lat_sum commit_lat;    /* commit_block call alone (write phases) */
     uint64_t disk_rd, disk_wr;
@@ -94,6 +96,7 @@ typedef struct engine_rec {
     char describe[512];
     const char *durability;
     double open_secs, close_secs;
+    double reopen_secs; /* --reopen */
     uint64_t rss_at_open;
     int dropped_caches;
     phase_rec *phases;

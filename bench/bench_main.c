@@ -38,10 +38,13 @@ static const char *const PHASES[] = {"populate", "update", "read", "insert",
 int engine_lookup(const char *name, bench_engine *e)
 {
     memset(e, 0, sizeof(*e));
-    if (strcmp(name, "qmdb") == 0 || strcmp(name, "qmdb-seq") == 0) {
+    if (strcmp(name, "qmdb") == 0 || strcmp(name, "qmdb-seq") == 0 ||
+        strcmp(name, "qmdb-hybrid") == 0) {
 #ifdef QMDB_BENCH_HAVE_QMDB
         engine_qmdb_init(e);
-        e->name = strcmp(name, "qmdb") == 0 ? "qmdb" : "qmdb-seq"; /* seq: pipeline off */
+        /* seq: pipeline off; hybrid: the hybrid indexer */
+        e->name = strcmp(name, "qmdb") == 0 ? "qmdb"
+                  : strcmp(name, "qmdb-seq") == 0 ? "qmdb-seq" : "qmdb-hybrid";
         return 0;
 #else
         snprintf(e->err, sizeof(e->err), "engine qmdb: this qmdb-bench was built without "
@@ -69,7 +72,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: qmdb-bench [options]\n"
-        "  --engine LIST            qmdb|qmdb-seq|rocksdb|rocksdb-default|lmdb|mpt, comma-separated "
+        "  --engine LIST            qmdb|qmdb-seq|qmdb-hybrid|rocksdb|rocksdb-default|lmdb|mpt, comma-separated "
         "(default qmdb)\n"
         "  --db-dir DIR             parent directory of the engines' DBs (default "
         "/tmp/qmdb-bench)\n"
@@ -105,6 +108,8 @@ static void usage(FILE *f)
         "                           RocksDB MultiGet; LMDB and MPT loop over get); 1 = one get\n"
         "                           per op (default 10000)\n"
         "  --qmdb-direct-io         qmdb's batched reads use O_DIRECT (QMDB_OPEN_DIRECT_IO)\n"
+        "  --reopen                 after the phases, close, drop caches (with --drop-caches)\n"
+        "                           and time a reopen (qmdb: QMDB_OPEN_FAST)\n"
         "  --qmdb-compact-thres N   qmdb ablation: compaction threshold (live entries per "
         "shard)\n"
         "  --qmdb-utilization R/D   qmdb ablation: compact while live/total < R/D (e.g. 7/10)\n"
@@ -273,6 +278,7 @@ static void j_phase(jw *w, const bench_cfg *c, const phase_rec *p)
     jw_u64(w, "errors", p->errors);
     jw_u64(w, "sha256_compressions", p->hash_compressions);
     jw_u64(w, "batched_reads", p->batched_reads);
+    jw_u64(w, "index_page_reads", p->index_page_reads);
     jw_u64(w, "disk_read_ios", p->disk_rd_ios);
     jw_str(w, "latency_kind", p->op_latency ? "per-op" : "per-block");
     j_lat(w, "latency", &p->lat);
@@ -456,6 +462,8 @@ static int write_json(const bench_cfg *c, const calib *cal, const engine_rec *re
         jw_str(&w, "durability", er->durability);
         jw_str(&w, "final", er->describe);
         jw_dbl(&w, "open_seconds", er->open_secs);
+        if (er->reopen_secs > 0)
+            jw_dbl(&w, "reopen_seconds", er->reopen_secs);
         jw_dbl(&w, "close_seconds", er->close_secs);
         jw_u64(&w, "rss_at_open_bytes", er->rss_at_open);
         jw_bool(&w, "dropped_page_cache", er->dropped_caches);
@@ -537,7 +545,7 @@ static void summary(const engine_rec *recs, int n)
 enum {
     OPT_ENGINE = 256, OPT_DBDIR, OPT_ENTRIES, OPT_OPB, OPT_HI, OPT_HWB, OPT_HRB, OPT_THETA, OPT_KS, OPT_VS,
     OPT_DUR, OPT_MEMCAP, OPT_SEED, OPT_RANDSRC, OPT_OUTPUT, OPT_KEEP, OPT_OPT, OPT_CALS, OPT_DROP, OPT_HELP,
-    OPT_BLIND, OPT_RBATCH, OPT_QDIRECT, OPT_QCT, OPT_QUTIL, OPT_QHIST, OPT_QSEG
+    OPT_BLIND, OPT_RBATCH, OPT_QDIRECT, OPT_REOPEN, OPT_QCT, OPT_QUTIL, OPT_QHIST, OPT_QSEG
 };
 
 static int parse_args(bench_cfg *c, int argc, char **argv)
@@ -562,6 +570,7 @@ static int parse_args(bench_cfg *c, int argc, char **argv)
         {"blind-writes", no_argument, 0, OPT_BLIND},
         {"read-batch", required_argument, 0, OPT_RBATCH},
         {"qmdb-direct-io", no_argument, 0, OPT_QDIRECT},
+        {"reopen", no_argument, 0, OPT_REOPEN},
         {"ops-per-tx", required_argument, 0, OPT_OPT},
         {"calibrate-secs", required_argument, 0, OPT_CALS},
         {"drop-caches", no_argument, 0, OPT_DROP},
@@ -616,6 +625,7 @@ static int parse_args(bench_cfg *c, int argc, char **argv)
         case OPT_BLIND: c->blind_writes = 1; break;
         case OPT_RBATCH: bad = parse_u64(a, &c->read_batch) || !c->read_batch; break;
         case OPT_QDIRECT: c->qmdb_direct_io = 1; break;
+        case OPT_REOPEN: c->reopen = 1; break;
         case OPT_QCT: bad = parse_u64(a, &c->qmdb_compact_thres) || !c->qmdb_compact_thres; break;
         case OPT_QUTIL: {
             unsigned rr = 0, dd = 0;

@@ -8,7 +8,8 @@
  * handed over with qmdb_submit and commit_block then waits until the block before it is
  * durable (qmdb_wait), so block N's hashing and fsync overlap block N+1's reads and update;
  * sync waits for the last one. Engine "qmdb-seq" opens with QMDB_OPEN_NO_PIPELINE and uses
- * qmdb_commit (the paper's pipeline-off ablation). Every block is fsynced either way (qmdb
+ * qmdb_commit (the paper's pipeline-off ablation). Engine "qmdb-hybrid" is "qmdb" with the
+ * hybrid indexer (QMDB_INDEXER_HYBRID). Every block is fsynced either way (qmdb
  * has no D0 tier). Reads: qmdb_get, and qmdb_get_many for the driver's batches.
  */
 #include "engine.h"
@@ -63,6 +64,9 @@ static int q_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
         opt.flags |= QMDB_OPEN_NO_PIPELINE;
     if (cfg->qmdb_direct_io)
         opt.flags |= QMDB_OPEN_DIRECT_IO;
+    if (cfg->fast_open)
+        opt.flags |= QMDB_OPEN_FAST;
+    opt.indexer = cfg->qmdb_hybrid ? QMDB_INDEXER_HYBRID : QMDB_INDEXER_MEMORY;
     /* An existing database (e.g. a restored YCSB load image) is opened as it is. */
     int rc = qmdb_create(dir, &opt);
     if (rc && rc != QMDB_EXISTS)
@@ -183,12 +187,17 @@ static int q_stats(bench_engine *e, bench_engine_stats *st)
     snprintf(st->note, sizeof(st->note),
              "index=%llu tree=%llu height=%llu total_entries=%llu compactions=%llu "
              "pruned_twigs=%llu batched_reads=%llu warm_hits=%llu sha256_compressions=%llu "
-             "pipeline=%u io_uring=%u",
+             "pipeline=%u io_uring=%u indexer=%s index_ssd=%llu index_merges=%llu "
+             "index_page_reads=%llu",
              (unsigned long long)s.index_dram_bytes, (unsigned long long)s.tree_dram_bytes,
              (unsigned long long)s.height, (unsigned long long)s.total_entries,
              (unsigned long long)s.compactions, (unsigned long long)s.pruned_twigs,
              (unsigned long long)s.batched_reads, (unsigned long long)s.warm_hits,
-             (unsigned long long)s.sha256_compressions, s.pipeline, s.io_uring);
+             (unsigned long long)s.sha256_compressions, s.pipeline, s.io_uring,
+             s.indexer == QMDB_INDEXER_HYBRID ? "hybrid" : "memory",
+             (unsigned long long)s.index_ssd_bytes, (unsigned long long)s.index_merges,
+             (unsigned long long)s.index_page_reads);
+    st->index_page_reads = s.index_page_reads;
     return 0;
 }
 

@@ -28,6 +28,8 @@ typedef struct bench_engine_cfg {
     uint64_t qmdb_segment_bytes; /* entry_segment_bytes */
     int qmdb_pipeline;           /* 1 = qmdb_submit, block N durable during block N+1 */
     int qmdb_direct_io;          /* 1 = QMDB_OPEN_DIRECT_IO (batched reads bypass the cache) */
+    int qmdb_hybrid;             /* 1 = the hybrid indexer (engine qmdb-hybrid) */
+    int fast_open;               /* qmdb: QMDB_OPEN_FAST (the --reopen measurement) */
 } bench_engine_cfg;
 
 typedef struct bench_engine_stats {
@@ -39,6 +41,7 @@ typedef struct bench_engine_stats {
     uint64_t compactions;
     uint64_t hash_compressions; /* qmdb: SHA-256 compressions by commits since open */
     uint64_t batched_reads;   /* qmdb: entry reads by the prefetcher and get_many */
+    uint64_t index_page_reads; /* qmdb-hybrid: run pages read by index lookups */
     char note[320];           /* engine-specific extra text for the MEM line */
 } bench_engine_stats;
 

@@ -69,7 +69,7 @@ struct qmdb_db {
     qm_pool *io_pool;  /* concurrent fsyncs: many files, one device flush */
     u64 commit_height; /* block being applied (read by the shard jobs) */
     qm_rio *rio;       /* batched reads; NULL under a test I/O layer (synchronous reads) */
-    qm_reqs preq;      /* the update stage's prefetch requests */
+    qm_pf pf;          /* the update stage's prefetch scratch */
     pthread_rwlock_t rw;
     /* Pipeline. */
     bool pipeline;
@@ -308,7 +308,7 @@ db_free(qmdb_db *db)
     if (db->lock_fd >= 0)
         close(db->lock_fd);
     qm_changeset_free(&db->cs);
-    qm_reqs_free(&db->preq);
+    qm_pf_free(&db->pf);
     for (unsigned k = 0; k < 2; k++)
         for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
             qm_undo_free(&db->undo[k][i]);
@@ -742,8 +742,11 @@ db_update(qmdb_db *db, u64 h)
             QM_TRY(qm_hix_maintain(db->shard[i].index.hyb));
     }
     if (db->rio)
-        QM_TRY(qm_prefetch_block(db->shard, db->rio, &db->cs, &db->preq));
+        QM_TRY(qm_prefetch_block(db->shard, db->rio, &db->cs, &db->pf));
     QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_update, db));
+    for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
+        if (db->shard[i].index.hyb)
+            qm_hix_memo_reset(db->shard[i].index.hyb);
     pthread_mutex_lock(&db->mu);
     db->submitted = h;
     pthread_mutex_unlock(&db->mu);
@@ -939,6 +942,7 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
         st->unpruned_entries += s->tree.next_sn - (s->tree.first_twig << QM_TWIG_SHIFT);
         st->index_dram_bytes += qm_ix_dram_bytes(&s->index);
         if (s->index.hyb) {
+            st->cache_dram_bytes += qm_hix_memo_bytes(s->index.hyb);
             st->index_ssd_bytes += qm_hix_ssd_bytes(s->index.hyb);
             st->index_merges += qm_hix_merges(s->index.hyb);
             st->index_page_reads += qm_hix_page_reads(s->index.hyb);

@@ -42,6 +42,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "codec.h"
@@ -66,6 +67,7 @@ typedef struct layer {
 } layer;
 
 typedef struct run {
+    u64 id; /* unique in the process (keys the page cache) */
     int fd; /* -1: no run yet */
     u64 nrec, npages;
     u8 *first; /* npages * 6 bytes */
@@ -94,6 +96,9 @@ struct qm_hindex {
     qm_err merr, *err;
     u64 merges;
     u64 page_reads; /* atomic */
+    struct memo_ent *mt; /* the per-block memo (below), guarded by mmu */
+    u64 mcap, mn, mrun;
+    pthread_mutex_t mmu;
 };
 
 static pthread_mutex_t g_merge_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -187,6 +192,28 @@ run_close(const qm_io *io, run *r)
     r->fd = -1;
 }
 
+/* A 6-byte key as a big-endian integer (compares like memcmp). */
+static inline u64
+k48(const u8 *p)
+{
+    return qm_get_u48be(p);
+}
+
+/* First record of the page (n records) whose key is >= key. */
+static u32
+page_lower_bound(const u8 *pg, u32 n, u64 key)
+{
+    u32 lo = 0, hi = n;
+    while (lo < hi) {
+        u32 mid = lo + (hi - lo) / 2;
+        if (k48(pg + (size_t)mid * QM_HIX_REC) < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static inline u64
 rec_pos12(const u8 *r)
 {
@@ -205,9 +232,40 @@ page_crc(const u8 *page, u64 p)
     return qm_crc32c(0, page, QM_HIX_PAGE - 4) ^ (u32)p;
 }
 
-static int
-run_read_page(qm_hindex *x, const run *r, u64 p, u8 *buf, qm_err *err)
+/*
+ * Run pages recently read by this thread, keyed by (run id, page): the lookups of one key
+ * (find, then the predecessor's records) and the update stage's lookups right after the
+ * prefetcher's usually want the same page. A page is CRC-checked when it enters.
+ */
+#define PC_SLOTS 4u
+typedef struct pcache_ent {
+    u64 run_id, page; /* run_id 0: empty */
+    u8 buf[QM_HIX_PAGE];
+} pcache_ent;
+static __thread pcache_ent tl_pc[PC_SLOTS];
+static __thread unsigned tl_pc_next;
+static u64 g_run_ids; /* atomic; ids start at 1 */
+
+static u64
+new_run_id(void)
 {
+    return __atomic_add_fetch(&g_run_ids, 1, __ATOMIC_RELAXED);
+}
+
+/* Page p of run r, from this thread's cache or read (and checked). The pointer is valid
+ * until this thread's next call. */
+static int
+run_page(qm_hindex *x, const run *r, u64 p, const u8 **out, qm_err *err)
+{
+    for (unsigned i = 0; i < PC_SLOTS; i++) {
+        if (tl_pc[i].run_id == r->id && tl_pc[i].page == p) {
+            *out = tl_pc[i].buf;
+            return 0;
+        }
+    }
+    pcache_ent *e = &tl_pc[tl_pc_next++ % PC_SLOTS];
+    e->run_id = 0;
+    u8 *buf = e->buf;
     int rc = qm_iox_pread_full(x->io, r->fd, buf, QM_HIX_PAGE, (p + 1) * QM_HIX_PAGE);
     if (rc)
         return qm_err_set(err, rc, "%s: reading index page %" PRIu64 ": %s", x->path, p,
@@ -217,6 +275,9 @@ run_read_page(qm_hindex *x, const run *r, u64 p, u8 *buf, qm_err *err)
         memcmp(buf, r->first + p * 6, 6) != 0)
         return QM_CORRUPT(err, "%s: index page %" PRIu64 " (offset %" PRIu64 ") is corrupt",
                           x->path, p, (p + 1) * QM_HIX_PAGE);
+    e->run_id = r->id;
+    e->page = p;
+    *out = buf;
     return 0;
 }
 
@@ -224,16 +285,45 @@ run_read_page(qm_hindex *x, const run *r, u64 p, u8 *buf, qm_err *err)
 static u64
 run_page_below(const run *r, const u8 key6[6])
 {
+    u64 key = k48(key6);
     u64 lo = 0, hi = r->npages; /* answer in [lo, hi) */
     while (hi - lo > 1) {
         u64 mid = lo + (hi - lo) / 2;
-        if (memcmp(r->first + mid * 6, key6, 6) < 0)
+        if (k48(r->first + mid * 6) < key)
             lo = mid;
         else
             hi = mid;
     }
     return lo;
 }
+
+bool
+qm_hix_cached(qm_hindex *x, const u8 kh[32])
+{
+    const run *r = &x->r;
+    if (r->fd < 0 || r->npages == 0 || x->io != qm_io_posix())
+        return true;
+    u64 p = run_page_below(r, kh);
+    for (unsigned i = 0; i < PC_SLOTS; i++)
+        if (tl_pc[i].run_id == r->id && tl_pc[i].page == p)
+            return true;
+    pcache_ent *e = &tl_pc[tl_pc_next % PC_SLOTS];
+    struct iovec iov = {e->buf, QM_HIX_PAGE};
+    e->run_id = 0;
+    ssize_t n = preadv2(r->fd, &iov, 1, (off_t)((p + 1) * QM_HIX_PAGE), RWF_NOWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return false;
+    /* Anything else is left to the lookup, which reads again and reports it. */
+    if (n == QM_HIX_PAGE && qm_get_u32le(e->buf + QM_HIX_PAGE - 4) == page_crc(e->buf, p) &&
+        memcmp(e->buf, r->first + p * 6, 6) == 0) {
+        __atomic_fetch_add(&x->page_reads, 1, __ATOMIC_RELAXED);
+        e->run_id = r->id;
+        e->page = p;
+        tl_pc_next++;
+    }
+    return true;
+}
+
 
 /* ---- the run writer ----------------------------------------------------------------------- */
 
@@ -391,6 +481,7 @@ rw_finish(rwriter *w, const qm_hix_state *st, const u8 *blob, size_t blob_len)
         return qm_err_set(w->err, fd, "%s: %s", x->path, strerror(-fd));
     posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
     w->out.fd = fd;
+    w->out.id = new_run_id();
     w->out.file_bytes = sparse_off + sparse_len + blob_len;
     return 0;
 }
@@ -598,6 +689,7 @@ hix_alloc(const char *dir, unsigned shard, u64 merge_changes, qm_err *err, qm_hi
     x->r.fd = -1;
     x->out.fd = -1;
     pthread_mutex_init(&x->mu, NULL);
+    pthread_mutex_init(&x->mmu, NULL);
     pthread_cond_init(&x->cv, NULL);
     x->a = layer_new();
     if (!x->a || pthread_create(&x->th, NULL, merger_main, x) != 0) {
@@ -635,7 +727,9 @@ qm_hix_free(qm_hindex *x)
     layer_free(x->a);
     layer_free(x->f);
     free(x->bulk);
+    free(x->mt);
     pthread_mutex_destroy(&x->mu);
+    pthread_mutex_destroy(&x->mmu);
     pthread_cond_destroy(&x->cv);
     free(x);
 }
@@ -695,6 +789,7 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, const qm_hix_sta
     }
     posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
     x->r.fd = fd;
+    x->r.id = new_run_id();
     x->r.nrec = nrec;
     x->r.npages = npages;
     x->r.first = first;
@@ -727,32 +822,225 @@ ov_add(outv *o, u64 pos)
     o->n++;
 }
 
-/* Run records with key key6 that no overlay erased. */
+/* A growable list of positions with inline room for the common case. */
+typedef struct posv {
+    u64 *v;
+    size_t n, cap;
+    u64 inl[16];
+} posv;
+
+static void
+pv_init(posv *p)
+{
+    p->v = p->inl;
+    p->n = 0;
+    p->cap = QM_ARRAY_LEN(p->inl);
+}
+
 static int
-run_find(qm_hindex *x, const u8 key6[6], outv *o, qm_err *err)
+pv_add(posv *p, u64 pos)
+{
+    if (p->n == p->cap) {
+        size_t nc = p->cap * 4;
+        u64 *nv = malloc(nc * sizeof(u64));
+        if (!nv)
+            return -ENOMEM;
+        memcpy(nv, p->v, p->n * sizeof(u64));
+        if (p->v != p->inl)
+            free(p->v);
+        p->v = nv;
+        p->cap = nc;
+    }
+    p->v[p->n++] = pos;
+    return 0;
+}
+
+static void
+pv_free(posv *p)
+{
+    if (p->v != p->inl)
+        free(p->v);
+}
+
+/* Every run record with key `key` (erased or not). */
+static int
+run_collect(qm_hindex *x, u64 key, posv *pv, qm_err *err)
 {
     const run *r = &x->r;
     if (r->fd < 0 || r->npages == 0)
         return 0;
-    u8 pg[QM_HIX_PAGE];
+    u8 key6[6];
+    qm_put_u48be(key6, key);
+    const u8 *pg;
     for (u64 p = run_page_below(r, key6); p < r->npages; p++) {
-        if (p > 0 && memcmp(r->first + p * 6, key6, 6) > 0)
+        if (p > 0 && k48(r->first + p * 6) > key)
             break;
-        QM_RET(run_read_page(x, r, p, pg, err));
-        u32 n = page_nrec(r, p);
-        bool past = false;
-        for (u32 i = 0; i < n && !past; i++) {
-            const u8 *rec = pg + (size_t)i * QM_HIX_REC;
-            int c = memcmp(rec, key6, 6);
-            if (c > 0)
-                past = true;
-            else if (c == 0 && !run_dead(x, rec_pos12(rec)))
-                ov_add(o, rec_pos12(rec));
-        }
-        if (past || p + 1 >= r->npages || memcmp(r->first + (p + 1) * 6, key6, 6) != 0)
+        QM_RET(run_page(x, r, p, &pg, err));
+        u32 n = page_nrec(r, p), i = page_lower_bound(pg, n, key);
+        for (; i < n && k48(pg + (size_t)i * QM_HIX_REC) == key; i++)
+            QM_RET(pv_add(pv, rec_pos12(pg + (size_t)i * QM_HIX_REC)));
+        if (i < n || p + 1 >= r->npages || k48(r->first + (p + 1) * 6) != key)
             break;
     }
     return 0;
+}
+
+/* ---- the per-block memo ------------------------------------------------------------------- *
+ * The prefetch stage and the block's batched client reads (qmdb_get_many) look up every key of
+ * a block before the update stage looks them up again; the run's part of each answer cannot
+ * change in between (a run never changes, and run records only die), so lookups record it
+ * here, keyed by the run, and the update stage reads no page for it. Erasures since are
+ * applied when an answer is used. Emptied after each update stage. */
+
+#define MEMO_POS 3
+#define MEMO_F 1u /* fpos: every run record of the key */
+#define MEMO_B 2u /* below: the run's largest key under it, and all records of that key */
+
+typedef struct memo_ent {
+    u64 key; /* k48 + 1; 0: empty slot */
+    u64 best;
+    u64 fpos[MEMO_POS], bpos[MEMO_POS];
+    u8 nf, nb, flags, has_best;
+} memo_ent;
+
+static memo_ent *
+memo_find_locked(const qm_hindex *x, u64 key)
+{
+    if (x->mrun != x->r.id || x->mn == 0)
+        return NULL;
+    u64 m = x->mcap - 1;
+    for (u64 i = (key * 0x9E3779B97F4A7C15ull) >> 20 & m;; i = (i + 1) & m) {
+        if (x->mt[i].key == key + 1)
+            return &x->mt[i];
+        if (x->mt[i].key == 0)
+            return NULL;
+    }
+}
+
+/* A copy of key's memo entry; false if there is none. */
+static bool
+memo_get(qm_hindex *x, u64 key, memo_ent *out)
+{
+    pthread_mutex_lock(&x->mmu);
+    const memo_ent *m = memo_find_locked(x, key);
+    if (m)
+        *out = *m;
+    pthread_mutex_unlock(&x->mmu);
+    return m != NULL;
+}
+
+/* Merges what a lookup learnt (fields per flags) into key's entry; dropped when full. */
+static void
+memo_put(qm_hindex *x, u64 key, const memo_ent *v)
+{
+    pthread_mutex_lock(&x->mmu);
+    if (x->mrun != x->r.id) { /* a new run: forget the old answers */
+        if (x->mcap)
+            memset(x->mt, 0, x->mcap * sizeof(memo_ent));
+        x->mn = 0;
+        x->mrun = x->r.id;
+    }
+    memo_ent *e = memo_find_locked(x, key);
+    if (!e && (x->mn + 1) * 2 <= x->mcap) {
+        u64 m = x->mcap - 1, i = (key * 0x9E3779B97F4A7C15ull) >> 20 & m;
+        while (x->mt[i].key)
+            i = (i + 1) & m;
+        e = &x->mt[i];
+        memset(e, 0, sizeof(*e));
+        e->key = key + 1;
+        x->mn++;
+    }
+    if (e && (v->flags & MEMO_F)) {
+        memcpy(e->fpos, v->fpos, sizeof(e->fpos));
+        e->nf = v->nf;
+    }
+    if (e && (v->flags & MEMO_B)) {
+        memcpy(e->bpos, v->bpos, sizeof(e->bpos));
+        e->nb = v->nb;
+        e->best = v->best;
+        e->has_best = v->has_best;
+    }
+    if (e)
+        e->flags |= v->flags;
+    pthread_mutex_unlock(&x->mmu);
+}
+
+int
+qm_hix_memo_reserve(qm_hindex *x, size_t nkeys)
+{
+    int rc = 0;
+    pthread_mutex_lock(&x->mmu);
+    if (x->mrun != x->r.id)
+        x->mn = 0;
+    u64 cap = 64;
+    while (cap < 2 * (x->mn + (u64)nkeys) + 2)
+        cap *= 2;
+    if (cap > x->mcap) {
+        memo_ent *t = calloc(cap, sizeof(memo_ent));
+        if (!t) {
+            rc = -ENOMEM;
+        } else {
+            for (u64 k = 0; x->mn && k < x->mcap; k++) { /* rehash the kept answers */
+                if (!x->mt[k].key)
+                    continue;
+                u64 i = ((x->mt[k].key - 1) * 0x9E3779B97F4A7C15ull) >> 20 & (cap - 1);
+                while (t[i].key)
+                    i = (i + 1) & (cap - 1);
+                t[i] = x->mt[k];
+            }
+            free(x->mt);
+            x->mt = t;
+            x->mcap = cap;
+        }
+    } else if (x->mrun != x->r.id) {
+        memset(x->mt, 0, x->mcap * sizeof(memo_ent));
+    }
+    x->mrun = x->r.id;
+    pthread_mutex_unlock(&x->mmu);
+    return rc;
+}
+
+void
+qm_hix_memo_reset(qm_hindex *x)
+{
+    pthread_mutex_lock(&x->mmu);
+    if (x->mn)
+        memset(x->mt, 0, x->mcap * sizeof(memo_ent));
+    x->mn = 0;
+    pthread_mutex_unlock(&x->mmu);
+}
+
+u64
+qm_hix_memo_bytes(const qm_hindex *x)
+{
+    return x->mcap * sizeof(memo_ent);
+}
+
+/* Run records with key key6 that no overlay erased. */
+static int
+run_find(qm_hindex *x, const u8 key6[6], outv *o, qm_err *err)
+{
+    u64 key = k48(key6);
+    memo_ent me, *m = memo_get(x, key, &me) ? &me : NULL;
+    if (m && (m->flags & MEMO_F)) {
+        for (unsigned i = 0; i < m->nf; i++)
+            if (!run_dead(x, m->fpos[i]))
+                ov_add(o, m->fpos[i]);
+        return 0;
+    }
+    posv pv;
+    pv_init(&pv);
+    int rc = run_collect(x, key, &pv, err);
+    for (size_t i = 0; !rc && i < pv.n; i++)
+        if (!run_dead(x, pv.v[i]))
+            ov_add(o, pv.v[i]);
+    if (!rc && pv.n <= MEMO_POS) {
+        memo_ent v = {.flags = MEMO_F, .nf = (u8)pv.n};
+        memcpy(v.fpos, pv.v, pv.n * sizeof(u64));
+        memo_put(x, key, &v);
+    }
+    pv_free(&pv);
+    return rc;
 }
 
 /* The largest key below key6 in key6's unit among run records no overlay erased. */
@@ -763,15 +1051,14 @@ run_below(qm_hindex *x, const u8 key6[6], u8 best[6], bool *found, qm_err *err)
     *found = false;
     if (r->fd < 0 || r->npages == 0)
         return 0;
-    u8 pg[QM_HIX_PAGE];
+    u64 key = k48(key6), unit = key >> 32;
+    const u8 *pg;
     u64 p = run_page_below(r, key6);
     for (;;) {
-        QM_RET(run_read_page(x, r, p, pg, err));
-        for (u32 i = page_nrec(r, p); i > 0; i--) {
+        QM_RET(run_page(x, r, p, &pg, err));
+        for (u32 i = page_lower_bound(pg, page_nrec(r, p), key); i > 0; i--) {
             const u8 *rec = pg + (size_t)(i - 1) * QM_HIX_REC;
-            if (memcmp(rec, key6, 6) >= 0)
-                continue;
-            if (memcmp(rec, key6, 2) != 0)
+            if (k48(rec) >> 32 != unit)
                 return 0; /* left the unit */
             if (!run_dead(x, rec_pos12(rec))) {
                 memcpy(best, rec, 6);
@@ -783,6 +1070,45 @@ run_below(qm_hindex *x, const u8 key6[6], u8 best[6], bool *found, qm_err *err)
             return 0;
         p--;
     }
+}
+
+/* The run's part of a predecessor lookup: its largest live key below key6 (*have) and that
+ * key's live records (into o). Uses and fills the memo. */
+static int
+run_pred(qm_hindex *x, const u8 key6[6], bool *have, u64 *best, outv *o, qm_err *err)
+{
+    u64 key = k48(key6);
+    memo_ent me, *m = memo_get(x, key, &me) ? &me : NULL;
+    if (m && (m->flags & MEMO_B)) {
+        *have = false;
+        if (!m->has_best)
+            return 0; /* nothing below then; records only die */
+        size_t before = o->n;
+        for (unsigned i = 0; i < m->nb; i++)
+            if (!run_dead(x, m->bpos[i]))
+                ov_add(o, m->bpos[i]);
+        if (o->n > before) { /* still the largest live key below */
+            *have = true;
+            *best = m->best;
+            return 0;
+        }
+    }
+    u8 b6[6];
+    QM_RET(run_below(x, key6, b6, have, err));
+    posv pv;
+    pv_init(&pv);
+    int rc = *have ? run_collect(x, k48(b6), &pv, err) : 0;
+    for (size_t i = 0; !rc && i < pv.n; i++)
+        if (!run_dead(x, pv.v[i]))
+            ov_add(o, pv.v[i]);
+    *best = *have ? k48(b6) : 0;
+    if (!rc && pv.n <= MEMO_POS) {
+        memo_ent v = {.flags = MEMO_B, .nb = (u8)pv.n, .has_best = *have, .best = *best};
+        memcpy(v.bpos, pv.v, pv.n * sizeof(u64));
+        memo_put(x, key, &v);
+    }
+    pv_free(&pv);
+    return rc;
 }
 
 static void
@@ -839,22 +1165,26 @@ dead_in_a(const void *arg, u64 pos)
 int
 qm_hix_pred(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
 {
-    u8 best[6], k6[6];
+    /* The predecessor's key is the largest of the layers' largest live keys below kh. */
+    outv run_grp = {out, cap, 0};
     bool have;
-    QM_RET(run_below(x, kh, best, &have, x->err));
-    if (x->f && qm_index_below(&x->f->ins, kh, dead_in_a, x, k6) &&
-        (!have || memcmp(k6, best, 6) > 0)) {
-        memcpy(best, k6, 6);
+    u64 best;
+    QM_RET(run_pred(x, kh, &have, &best, &run_grp, x->err));
+    u8 k6[6];
+    if (x->f && qm_index_below(&x->f->ins, kh, dead_in_a, x, k6) && (!have || k48(k6) > best)) {
+        best = k48(k6);
         have = true;
+        run_grp.n = 0; /* the run holds nothing with a larger key */
     }
-    if (qm_index_below(&x->a->ins, kh, NULL, NULL, k6) && (!have || memcmp(k6, best, 6) > 0)) {
-        memcpy(best, k6, 6);
+    if (qm_index_below(&x->a->ins, kh, NULL, NULL, k6) && (!have || k48(k6) > best)) {
+        best = k48(k6);
         have = true;
+        run_grp.n = 0;
     }
-    outv o = {out, cap, 0};
+    outv o = run_grp;
     if (have) {
-        QM_RET(run_find(x, best, &o, x->err));
-        overlay_find(x, best, &o);
+        qm_put_u48be(k6, best);
+        QM_RET(overlay_find(x, k6, &o));
     }
     QM_RET(run_find(x, kh, &o, x->err));
     QM_RET(overlay_find(x, kh, &o));

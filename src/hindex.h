@@ -73,9 +73,22 @@ QM_HIDDEN int qm_hix_bulk_finish(qm_hindex *x);
  * Returns a merge failure (I/O, disk full) once. */
 QM_HIDDEN int qm_hix_maintain(qm_hindex *x);
 
+/* True when the run page a lookup of kh reads first is in DRAM (this thread's page cache, or
+ * the OS page cache: then it is copied into the former, and the lookup that follows reads no
+ * page). False: reading it would wait for the device (batch it through qm_hix_page_of). */
+QM_HIDDEN bool qm_hix_cached(qm_hindex *x, const u8 kh[32]);
+
 /* The run page a lookup of kh reads first (for the prefetcher): its fd and byte offset.
  * False when the key needs no run page (empty run). */
 QM_HIDDEN bool qm_hix_page_of(qm_hindex *x, const u8 kh[32], int *fd, u64 *off);
+
+/* Lookups remember the run's part of their answers in a memo, so that the update stage's
+ * lookups of the keys the prefetch stage (or qmdb_get_many) looked up read no page. The
+ * prefetch stage makes room for a block's nkeys keys; the end of the update stage empties
+ * it. Both with the writer lock held. */
+QM_HIDDEN int qm_hix_memo_reserve(qm_hindex *x, size_t nkeys);
+QM_HIDDEN void qm_hix_memo_reset(qm_hindex *x);
+QM_HIDDEN u64 qm_hix_memo_bytes(const qm_hindex *x); /* DRAM of the memo (per block) */
 
 /* Every live record in key order: fn(arg, key-hash bytes [0..6), position). A nonzero
  * return from fn stops the walk and is returned. */

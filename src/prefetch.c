@@ -148,31 +148,99 @@ pf_seen(qm_shard *s, const qm_op *op)
     return seen;
 }
 
-int
-qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_reqs *q)
+/* Queues the entry reads of one operation: its candidates and, for deletes and likely
+ * creates, the predecessor's. */
+static int
+pf_op(qm_reqs *q, qm_shard *s, bool direct, const qm_op *op)
 {
-    q->n = 0;
+    u64 pos[PF_CAND_MAX];
+    size_t nkey;
+    size_t n = qm_shard_op_positions(s, op->kh, op->vlen == 0 ? QM_PRED_ALWAYS : QM_PRED_IF_ABSENT,
+                                     pos, PF_CAND_MAX, &nkey);
+    return pf_queue(q, s, direct, pos, n);
+}
+
+void
+qm_pf_free(qm_pf *pf)
+{
+    qm_reqs_free(&pf->ent);
+    qm_reqs_free(&pf->pg);
+    free(pf->mark);
+    memset(pf, 0, sizeof(*pf));
+}
+
+/* Index pages read per batch before the lookups that wait for them. */
+#define PF_PAGE_CHUNK 4096u
+
+/* Reads the queued index pages, then does the deferred lookups among operations
+ * [from, to) of the block (in shard order). */
+static int
+pf_deferred(qm_pf *pf, qm_shard *shards, const qm_changeset *cs, qm_rio *rio, size_t from,
+            size_t to)
+{
+    if (pf->pg.n == 0)
+        return 0;
+    QM_RET(pf_run_with(&pf->pg, rio, shards, pf_page_done));
+    pf->pg.n = 0;
+    size_t at = 0;
+    for (unsigned i = 0; i < QM_SHARD_COUNT && at < to; i++) {
+        if (at + cs->n[i] <= from) {
+            at += cs->n[i];
+            continue;
+        }
+        for (size_t k = 0; k < cs->n[i] && at < to; k++, at++)
+            if (at >= from && pf->mark[at])
+                QM_RET(pf_op(&pf->ent, &shards[i], qm_rio_direct(rio), &cs->ops[i][k]));
+    }
+    return 0;
+}
+
+int
+qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_pf *pf)
+{
     bool direct = qm_rio_direct(rio);
+    qm_reqs *q = &pf->ent, *pq = &pf->pg;
+    q->n = pq->n = 0;
+    size_t total = 0;
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
-        for (size_t k = 0; shards[i].index.hyb && k < cs->n[i]; k++)
-            if (!pf_seen(&shards[i], &cs->ops[i][k]))
-                QM_RET(pf_queue_page(q, &shards[i], cs->ops[i][k].kh));
-    QM_RET(pf_run_with(q, rio, shards, pf_page_done));
-    q->n = 0;
+        total += cs->n[i];
+    if (total > pf->mcap) {
+        u8 *m = realloc(pf->mark, total);
+        if (!m)
+            return -ENOMEM;
+        pf->mark = m;
+        pf->mcap = total;
+    }
+    /* Hybrid indexer: an operation whose index page is not in DRAM waits for one batch of
+     * page reads (phase one); the others are looked up at once. The lookups fill the memo
+     * the update stage reads. */
+    for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
+        if (shards[i].index.hyb)
+            QM_RET(qm_hix_memo_reserve(shards[i].index.hyb, cs->n[i]));
+    /* Deferred lookups run a chunk at a time, so that the pages a chunk brought into the
+     * page cache are still there when its lookups read them (a small memory cgroup). */
+    size_t at = 0, from = 0;
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
         qm_shard *s = &shards[i];
         for (size_t k = 0; k < cs->n[i]; k++) {
             const qm_op *op = &cs->ops[i][k];
+            u8 *defer = &pf->mark[at++];
+            *defer = 0;
             if (pf_seen(s, op))
                 continue;
-            u64 pos[PF_CAND_MAX];
-            size_t nkey;
-            size_t n = qm_shard_op_positions(s, op->kh,
-                                             op->vlen == 0 ? QM_PRED_ALWAYS : QM_PRED_IF_ABSENT,
-                                             pos, PF_CAND_MAX, &nkey);
-            QM_RET(pf_queue(q, s, direct, pos, n));
+            if (s->index.hyb && !qm_hix_cached(s->index.hyb, op->kh)) {
+                QM_RET(pf_queue_page(pq, s, op->kh));
+                *defer = 1;
+                if (pq->n >= PF_PAGE_CHUNK) {
+                    QM_RET(pf_deferred(pf, shards, cs, rio, from, at));
+                    from = at;
+                }
+                continue;
+            }
+            QM_RET(pf_op(q, s, direct, op));
         }
     }
+    QM_RET(pf_deferred(pf, shards, cs, rio, from, at));
     return pf_run(q, rio, shards);
 }
 
@@ -193,6 +261,64 @@ typedef struct gm_slot {
 } gm_slot;
 #define GM_PLAIN UINT32_MAX          /* too many candidates: a plain lookup */
 #define GM_ANSWERED (UINT32_MAX - 1) /* answered from a pre-image */
+#define GM_DEFER (UINT32_MAX - 2)    /* looked up after the index page batch */
+
+/* The lookups of one qmdb_get_many batch. */
+typedef struct gm_ctx {
+    qm_shard *shards;
+    qm_rio *rio;
+    u8 (*kh)[32];
+    gm_slot *slot;
+    u64 *cand; /* candidate positions of all keys */
+    size_t ncand, ccap;
+    qm_reqs *q;
+    bool for_block;
+} gm_ctx;
+
+static int gm_lookup(gm_ctx *g, size_t i);
+
+/* Reads the queued index pages, then looks up the deferred keys among [*from, to). */
+static int
+gm_deferred(gm_ctx *g, qm_reqs *pq, const qmdb_read *rd, size_t *from, size_t to)
+{
+    if (pq->n == 0)
+        return 0;
+    QM_RET(pf_run_with(pq, g->rio, g->shards, pf_page_done));
+    pq->n = 0;
+    for (; *from < to; (*from)++)
+        if (!rd[*from].rc && g->slot[*from].n == GM_DEFER)
+            QM_RET(gm_lookup(g, *from));
+    return 0;
+}
+
+/* Key i's candidates (and its predecessor's, for a block's absent keys) into g->cand, and
+ * reads for those not in DRAM into g->q. */
+static int
+gm_lookup(gm_ctx *g, size_t i)
+{
+    qm_shard *s = &g->shards[qm_shard_of(g->kh[i])];
+    if (g->ccap - g->ncand < PF_CAND_MAX) {
+        size_t nc = QM_MAX(g->ccap * 2, g->ncand + PF_CAND_MAX + 1024);
+        u64 *c = realloc(g->cand, nc * sizeof(u64));
+        if (!c)
+            return -ENOMEM;
+        g->cand = c;
+        g->ccap = nc;
+    }
+    size_t nkey;
+    size_t m = qm_shard_op_positions(s, g->kh[i], g->for_block ? QM_PRED_IF_ABSENT : QM_PRED_NONE,
+                                     g->cand + g->ncand, PF_CAND_MAX, &nkey);
+    if (nkey == SIZE_MAX) { /* unusual: many records share the prefix; plain lookup */
+        g->slot[i].n = GM_PLAIN;
+        return 0;
+    }
+    g->slot[i].off = (u32)g->ncand;
+    g->slot[i].n = (u32)nkey;
+    if (g->rio)
+        QM_RET(pf_queue(g->q, s, qm_rio_direct(g->rio), g->cand + g->ncand, m));
+    g->ncand += m;
+    return 0;
+}
 
 /* Answers a read from the in-flight blocks' pre-images; false if none holds the key. */
 static bool
@@ -220,9 +346,9 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
 {
     u8(*kh)[32] = malloc(n * 32 + 1);
     gm_slot *slot = malloc(n * sizeof(*slot) + 1);
-    u64 *cand = NULL;
-    size_t ncand = 0, ccap = 0;
-    qm_reqs q = {0};
+    qm_reqs q = {0}, pq = {0};
+    gm_ctx g = {shards, rio, kh, slot, NULL, 0, 0, &q, for_block};
+    size_t from = 0; /* deferred lookups before this key are done */
     int rc = 0;
     u8 stackbuf[512];
     qm_ebuf b = {stackbuf, sizeof(stackbuf), NULL};
@@ -238,8 +364,9 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
             qm_warm_clear(&shards[i].warm);
         pthread_mutex_unlock(&shards[i].warm_mu);
     }
-    /* Pass 0: key hashes, answers from pre-images, and (hybrid indexer) one batch of index
-     * page reads. */
+    /* Pass 1: every key's candidates (and the predecessor's of absent keys), looked up at
+     * once, or, with the hybrid indexer, after one batch of the index pages not in DRAM;
+     * then one batch of reads for the entries not in DRAM. */
     for (size_t i = 0; i < n; i++) {
         slot[i].n = 0;
         if (!rd[i].key || rd[i].klen == 0 || rd[i].klen > QMDB_MAX_KEY_LEN ||
@@ -250,42 +377,18 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
         rd[i].rc = 0;
         qm_sha256(rd[i].key, rd[i].klen, kh[i]);
         qm_shard *s = &shards[qm_shard_of(kh[i])];
-        if (npre && gm_pre(pre, npre, s->id, kh[i], &rd[i]))
+        if (npre && gm_pre(pre, npre, s->id, kh[i], &rd[i])) {
             slot[i].n = GM_ANSWERED;
-        else if (rio)
-            QM_TRY(pf_queue_page(&q, s, kh[i]));
-    }
-    if (rio && q.n)
-        QM_TRY(pf_run_with(&q, rio, shards, pf_page_done));
-    q.n = 0;
-    /* Pass 1: candidates of every key (and the predecessor's of absent keys), one batch of
-     * reads for those not in DRAM. */
-    for (size_t i = 0; i < n; i++) {
-        if (rd[i].rc || slot[i].n == GM_ANSWERED)
-            continue;
-        qm_shard *s = &shards[qm_shard_of(kh[i])];
-        if (ccap - ncand < PF_CAND_MAX) {
-            ccap = QM_MAX(ccap * 2, ncand + PF_CAND_MAX + 1024);
-            u64 *nc = realloc(cand, ccap * sizeof(u64));
-            if (!nc) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            cand = nc;
+        } else if (rio && s->index.hyb && !qm_hix_cached(s->index.hyb, kh[i])) {
+            QM_TRY(pf_queue_page(&pq, s, kh[i]));
+            slot[i].n = GM_DEFER;
+        } else {
+            QM_TRY(gm_lookup(&g, i));
         }
-        size_t nkey;
-        size_t m = qm_shard_op_positions(s, kh[i], for_block ? QM_PRED_IF_ABSENT : QM_PRED_NONE,
-                                         cand + ncand, PF_CAND_MAX, &nkey);
-        if (nkey == SIZE_MAX) { /* unusual: many records share the prefix; plain lookup */
-            slot[i].n = GM_PLAIN;
-            continue;
-        }
-        slot[i].off = (u32)ncand;
-        slot[i].n = (u32)nkey;
-        if (rio)
-            QM_TRY(pf_queue(&q, s, qm_rio_direct(rio), cand + ncand, m));
-        ncand += m;
+        if (pq.n >= PF_PAGE_CHUNK) /* a chunk at a time, as in the prefetch stage */
+            QM_TRY(gm_deferred(&g, &pq, rd, &from, i + 1));
     }
+    QM_TRY(gm_deferred(&g, &pq, rd, &from, n));
     if (rio && q.n)
         QM_TRY(pf_run(&q, rio, shards));
     /* Pass 2: compare full keys (entries now come from the warm caches). */
@@ -297,7 +400,7 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
         u64 pos;
         int r = slot[i].n == GM_PLAIN
                     ? qm_shard_get(s, kh[i], rd[i].key, (u32)rd[i].klen, &b, &e, &pos)
-                    : qm_shard_get_in(s, cand + slot[i].off, slot[i].n, rd[i].key,
+                    : qm_shard_get_in(s, g.cand + slot[i].off, slot[i].n, rd[i].key,
                                       (u32)rd[i].klen, &b, &e, &pos);
         if (r && r != QMDB_NOTFOUND) {
             rc = r;
@@ -317,7 +420,8 @@ out:
     qm_ebuf_free(&b);
     free(kh);
     free(slot);
-    free(cand);
+    free(g.cand);
     qm_reqs_free(&q);
+    qm_reqs_free(&pq);
     return rc;
 }

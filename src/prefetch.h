@@ -21,10 +21,21 @@ typedef struct qm_reqs {
 QM_HIDDEN int qm_reqs_reserve(qm_reqs *q, size_t n);
 QM_HIDDEN void qm_reqs_free(qm_reqs *q);
 
+/* The prefetch stage's scratch, reused across blocks: entry reads, index page reads, and a
+ * mark per operation (its lookup waits for the page batch). */
+typedef struct qm_pf {
+    qm_reqs ent, pg;
+    u8 *mark;
+    size_t mcap;
+} qm_pf;
+
+QM_HIDDEN void qm_pf_free(qm_pf *pf);
+
 /* Reads into the warm caches every entry the block's operations will read that is neither
- * cached nor in a write buffer. Positions come from the indexers before the block. */
+ * cached nor in a write buffer. Positions come from the indexers before the block (with the
+ * hybrid indexer, after one batch of the index pages not in DRAM). */
 QM_HIDDEN int qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs,
-                                qm_reqs *q);
+                                qm_pf *pf);
 
 /* qmdb_get_many over the shards (rio may be NULL: synchronous reads). With npre > 0, the
  * pre-image maps pre[0..npre) (per shard, oldest in-flight block first) answer for the keys

@@ -35,7 +35,7 @@ static void
 usage(void)
 {
     fprintf(stderr,
-            "usage:\n"
+            "usage: qmdb [--indexer memory|hybrid] COMMAND ...\n"
             "  qmdb init DIR [--compact-thres N] [--utilization R/D] [--history-blocks N]\n"
             "                [--entry-segment-bytes N]\n"
             "  qmdb apply DIR SCRIPT\n"
@@ -109,12 +109,20 @@ parse_u64(const char *s, uint64_t *out)
     return true;
 }
 
+/* --indexer memory|hybrid (before the command): the indexer of every open. */
+static uint32_t g_indexer = QMDB_INDEXER_MEMORY;
+
 static int
 open_db(const char *dir, uint32_t flags, qmdb_db **db)
 {
     qmdb_options o;
     qmdb_options_init(&o);
     o.flags = flags;
+    o.indexer = g_indexer;
+    /* A read-only command with the hybrid indexer resumes it from the checkpoint the last
+     * writer left (a verifying read-only open would rebuild it in DRAM instead). */
+    if (g_indexer == QMDB_INDEXER_HYBRID && (flags & QMDB_OPEN_RDONLY))
+        o.flags |= QMDB_OPEN_FAST;
     int rc = qmdb_open(dir, &o, db);
     if (rc)
         return db_fail(dir, rc, NULL);
@@ -130,6 +138,7 @@ cmd_init(int argc, char **argv)
     }
     qmdb_options o;
     qmdb_options_init(&o);
+    o.indexer = g_indexer;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--compact-thres") == 0 && parse_u64(v, &o.compact_thres)) {
@@ -416,10 +425,21 @@ cmd_stat(int argc, char **argv, bool check)
            (double)st.index_dram_bytes / live, (double)st.tree_dram_bytes / live);
     printf("dram of per-block buffers: %" PRIu64 " bytes (warm caches, pre-images)\n",
            st.cache_dram_bytes);
-    printf("ssd bytes per live entry: %.2f (entry files %.2f, twig files %.2f; total %" PRIu64
-           " bytes)\n",
+    if (st.indexer == QMDB_INDEXER_HYBRID)
+        printf("indexer: hybrid; dram %.2f and ssd %.2f bytes per live entry (run files %" PRIu64
+               " bytes); resumed from its checkpoint in %u of 16 shards\n",
+               (double)st.index_dram_bytes / live, (double)st.index_ssd_bytes / live,
+               st.index_ssd_bytes, st.index_resumed_shards);
+    else
+        printf("indexer: memory; dram %.2f bytes per live entry%s\n",
+               (double)st.index_dram_bytes / live,
+               g_indexer == QMDB_INDEXER_HYBRID ? " (hybrid asked for, but a read-only open "
+                                                  "without a valid checkpoint indexes in DRAM)"
+                                                : "");
+    printf("ssd bytes per live entry: %.2f (entry files %.2f, twig files %.2f, index runs %.2f; "
+           "total %" PRIu64 " bytes)\n",
            (double)st.ssd_bytes / live, (double)st.entry_file_bytes / live,
-           (double)st.twig_file_bytes / live, st.ssd_bytes);
+           (double)st.twig_file_bytes / live, (double)st.index_ssd_bytes / live, st.ssd_bytes);
     printf("parameters: compact_thres %" PRIu64 ", utilization %u/%u, history_blocks %" PRIu64
            "\n",
            st.compact_thres, st.utilization_ratio, st.utilization_div, st.history_blocks);
@@ -674,6 +694,19 @@ main(int argc, char **argv)
     if (argc < 2) {
         usage();
         return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--indexer") == 0) {
+        if (argc < 3 || (strcmp(argv[2], "memory") != 0 && strcmp(argv[2], "hybrid") != 0)) {
+            fprintf(stderr, "qmdb: --indexer wants 'memory' or 'hybrid'\n");
+            return EXIT_USAGE;
+        }
+        g_indexer = strcmp(argv[2], "hybrid") == 0 ? QMDB_INDEXER_HYBRID : QMDB_INDEXER_MEMORY;
+        argc -= 2;
+        argv += 2;
+        if (argc < 2) {
+            usage();
+            return EXIT_USAGE;
+        }
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--version") == 0) {

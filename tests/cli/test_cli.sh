@@ -63,6 +63,21 @@ expect_eq "$("$Q" root "$d" --height 2)" "$(sed -n 2p "$V/example.expected")" "r
 "$Q" stat "$d" | grep -q "^dram bytes per live entry: " && ok || bad "stat output"
 QMDB_NO_URING=1 "$Q" stat "$d" | grep -q "^batched reads: pread thread pool" && ok || bad "stat: QMDB_NO_URING=1 not reported"
 
+# --indexer hybrid: the same roots; apply leaves a checkpoint that stat resumes from.
+for ops in "$V"/example.ops; do
+  h="$T/hyb"
+  "$Q" --indexer hybrid init "$h" || bad "init --indexer hybrid"
+  "$Q" --indexer hybrid apply "$h" "$ops" > "$T/out" 2> "$T/err" || { bad "hybrid apply"; cat "$T/err" >&2; }
+  expect_eq "$(tail -1 "$T/out")" "$(tail -1 "$V/example.expected")" "hybrid apply root"
+  ls "$h"/s00.hix > /dev/null 2>&1 && ok || bad "hybrid apply left no s00.hix"
+  out=$("$Q" --indexer hybrid stat "$h")
+  echo "$out" | grep -q "^indexer: hybrid; dram .* resumed from its checkpoint in 16 of 16 shards" && ok ||
+    bad "hybrid stat: $(echo "$out" | grep indexer)"
+  expect_eq "$("$Q" --indexer hybrid get "$h" alice --str)" "$("$Q" get "$h" alice --str)" "hybrid get"
+  "$Q" stat "$h" | grep -q "^indexer: memory" && ok || bad "stat without --indexer"
+done
+"$Q" --indexer fast stat "$d" > /dev/null 2>&1; expect_rc $? 2 "--indexer with a bad value"
+
 # check: passes on a healthy database, fails naming the file on a damaged one.
 cp -a "$T/v0" "$T/chk"
 "$Q" check "$T/chk" > "$T/out" 2>&1; expect_rc $? 0 "check healthy"
