@@ -42,6 +42,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -102,6 +103,24 @@ struct qm_hindex {
 };
 
 static pthread_mutex_t g_merge_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Buffers of merges and rebuilds (megabytes, short-lived, often on the merger thread) are
+ * mapped and unmapped directly, so that their pages go back to the system at once instead
+ * of staying resident in a per-thread malloc arena. */
+static void *
+big_realloc(void *p, size_t old, size_t n)
+{
+    void *q = p ? mremap(p, old, n, MREMAP_MAYMOVE)
+                : mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return q == MAP_FAILED ? NULL : q;
+}
+
+static void
+big_free(void *p, size_t n)
+{
+    if (p)
+        munmap(p, n);
+}
 
 /* ---- positions set ---------------------------------------------------------------------- */
 
@@ -347,10 +366,10 @@ rw_open(rwriter *w, qm_hindex *x, qm_err *err)
     w->err = err;
     w->out.fd = -1;
     w->off = QM_HIX_PAGE;
-    w->buf = calloc(1, HIX_WBUF);
+    w->buf = big_realloc(NULL, 0, HIX_WBUF);
     int fd = x->io->open(x->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (!w->buf || fd < 0) {
-        free(w->buf);
+        big_free(w->buf, HIX_WBUF);
         w->buf = NULL;
         if (fd >= 0)
             x->io->close(fd);
@@ -367,7 +386,7 @@ rw_abort(rwriter *w)
         w->x->io->close(w->fd);
         w->x->io->unlink(w->x->tmp);
     }
-    free(w->buf);
+    big_free(w->buf, HIX_WBUF);
     free(w->out.first);
     w->fd = -1;
     w->buf = NULL;
@@ -474,7 +493,7 @@ rw_finish(rwriter *w, const qm_hix_state *st, const u8 *blob, size_t blob_len)
         return qm_err_set(w->err, rc, "%s: writing the index run: %s", x->tmp, strerror(-rc));
     io->close(w->fd);
     w->fd = -1;
-    free(w->buf);
+    big_free(w->buf, HIX_WBUF);
     w->buf = NULL;
     int fd = io->open(x->path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
@@ -545,7 +564,7 @@ rv_add(void *arg, const u8 key6[6], u64 pos)
         return 0;
     if (rv->n == rv->cap) {
         u64 nc = rv->cap ? rv->cap * 2 : 4096;
-        u8 *nv = realloc(rv->v, nc * QM_HIX_REC);
+        u8 *nv = big_realloc(rv->v, rv->cap * QM_HIX_REC, nc * QM_HIX_REC);
         if (!nv)
             return -ENOMEM;
         rv->v = nv;
@@ -602,7 +621,7 @@ merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state *st
     int rc = 0;
     QM_TRY(overlay_collect(x, ls, &rv));
     QM_TRY(rw_open(&w, x, err));
-    rd.buf = malloc(RR_PAGES * QM_HIX_PAGE);
+    rd.buf = big_realloc(NULL, 0, RR_PAGES * QM_HIX_PAGE);
     if (!rd.buf) {
         rc = -ENOMEM;
         rw_abort(&w);
@@ -631,8 +650,8 @@ merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state *st
     }
     *out = w.out;
 out:
-    free(rd.buf);
-    free(rv.v);
+    big_free(rd.buf, RR_PAGES * QM_HIX_PAGE);
+    big_free(rv.v, rv.cap * QM_HIX_REC);
     return rc;
 }
 
@@ -726,7 +745,7 @@ qm_hix_free(qm_hindex *x)
     run_close(x->io, &x->out);
     layer_free(x->a);
     layer_free(x->f);
-    free(x->bulk);
+    big_free(x->bulk, x->bulk_cap * QM_HIX_REC);
     free(x->mt);
     pthread_mutex_destroy(&x->mu);
     pthread_mutex_destroy(&x->mmu);
@@ -892,7 +911,7 @@ run_collect(qm_hindex *x, u64 key, posv *pv, qm_err *err)
  * here, keyed by the run, and the update stage reads no page for it. Erasures since are
  * applied when an answer is used. Emptied after each update stage. */
 
-#define MEMO_POS 3
+#define MEMO_POS 2
 #define MEMO_F 1u /* fpos: every run record of the key */
 #define MEMO_B 2u /* below: the run's largest key under it, and all records of that key */
 
@@ -1235,7 +1254,7 @@ qm_hix_bulk_add(qm_hindex *x, const u8 kh[32], u64 pos)
 {
     if (x->bulk_n == x->bulk_cap) {
         u64 nc = x->bulk_cap ? x->bulk_cap * 2 : 65536;
-        u8 *nb = realloc(x->bulk, nc * QM_HIX_REC);
+        u8 *nb = big_realloc(x->bulk, x->bulk_cap * QM_HIX_REC, nc * QM_HIX_REC);
         if (!nb)
             return -ENOMEM;
         x->bulk = nb;
@@ -1268,7 +1287,7 @@ qm_hix_bulk_finish(qm_hindex *x)
     run_close(x->io, &x->r);
     x->r = w.out;
     x->count = x->r.nrec;
-    free(x->bulk);
+    big_free(x->bulk, x->bulk_cap * QM_HIX_REC);
     x->bulk = NULL;
     x->bulk_n = x->bulk_cap = 0;
     return 0;
@@ -1374,7 +1393,7 @@ qm_hix_foreach(qm_hindex *x, qm_hix_fn fn, void *arg)
     layer *ls[3] = {x->f ? x->f : x->a, x->f ? x->a : NULL, NULL};
     int rc = 0;
     QM_TRY(overlay_collect(x, ls, &rv));
-    rreader rd = {x, &x->r, malloc(RR_PAGES * QM_HIX_PAGE), 0, 0, 0, x->err};
+    rreader rd = {x, &x->r, big_realloc(NULL, 0, RR_PAGES * QM_HIX_PAGE), 0, 0, 0, x->err};
     if (!rd.buf) {
         rc = -ENOMEM;
         goto out;
@@ -1394,9 +1413,9 @@ qm_hix_foreach(qm_hindex *x, qm_hix_fn fn, void *arg)
         if (!rc)
             rc = rr_next(&rd, &rec);
     }
-    free(rd.buf);
+    big_free(rd.buf, RR_PAGES * QM_HIX_PAGE);
 out:
-    free(rv.v);
+    big_free(rv.v, rv.cap * QM_HIX_REC);
     return rc;
 }
 

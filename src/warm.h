@@ -14,8 +14,11 @@
 
 #include "qm_internal.h"
 
-#define QM_WARM_MAX_BYTES (32u << 20)
-#define QM_WARM_MAX_KEYS (1u << 20) /* key-set entries kept (qm_warm_key_add) */
+/* Per shard. 2 MiB holds a block of ~200,000 typical operations across the 16 shards; the
+ * bound matters when memory is capped (readers that never commit fill it to here). Entries
+ * that do not fit are read again by the update stage. */
+#define QM_WARM_MAX_BYTES (2u << 20)
+#define QM_WARM_MAX_KEYS (1u << 16) /* key-set entries kept (qm_warm_key_add) */
 
 typedef struct qm_warm {
     u64 *keys;  /* position + 1; 0 = empty slot */
