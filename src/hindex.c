@@ -781,9 +781,12 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, const qm_hix_sta
     hdr_put_state(enc, want);
     u64 nrec = qm_get_u64le(h + 16), npages = qm_get_u64le(h + 24);
     u64 boff = qm_get_u64le(h + 32), blen = qm_get_u64le(h + 40);
-    u64 soff = (npages + 1) * QM_HIX_PAGE;
-    if (memcmp(h + 64, enc + 64, 80) != 0 || npages != (nrec + QM_HIX_PER_PAGE - 1) / QM_HIX_PER_PAGE ||
-        boff != soff + npages * 6 || boff + blen != fsize) {
+    /* Sizes from the file: every comparison in a form that cannot wrap. */
+    bool sane = npages < fsize / QM_HIX_PAGE &&
+                npages == nrec / QM_HIX_PER_PAGE + (nrec % QM_HIX_PER_PAGE != 0) &&
+                boff <= fsize && blen == fsize - boff;
+    u64 soff = sane ? (npages + 1) * QM_HIX_PAGE : 0;
+    if (!sane || memcmp(h + 64, enc + 64, 80) != 0 || boff != soff + npages * 6) {
         io->close(fd);
         return QMDB_NOTFOUND;
     }
