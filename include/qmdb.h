@@ -294,7 +294,9 @@ typedef struct qmdb_stats {
     uint64_t warm_hits;          /**< entry reads served from entries that qmdb_get fetched
                                       for the next block (log reads saved), since open */
     uint64_t pruned_twigs;       /**< twigs pruned (all shards) */
-    uint64_t batched_reads;      /**< entry reads issued by the prefetcher and qmdb_get_many */
+    uint64_t batched_reads;      /**< reads issued in batches by the prefetcher and
+                                      qmdb_get_many: entries, and with the hybrid indexer the
+                                      index pages not in the page cache */
     uint64_t sha256_compressions; /**< SHA-256 compressions done by commits since open */
     uint64_t blocks_committed;   /**< blocks committed since open */
     uint32_t pipeline;           /**< 1 when the block pipeline is on */

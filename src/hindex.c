@@ -1332,7 +1332,7 @@ qm_hix_maintain(qm_hindex *x)
     pthread_mutex_lock(&x->mu);
     if (x->state == MERGE_DONE)
         rc = install_locked(x);
-    u64 thres = x->merge_changes ? x->merge_changes : QM_MAX((u64)HIX_MIN_MERGE, x->r.nrec / 24);
+    u64 thres = x->merge_changes ? x->merge_changes : QM_MAX((u64)HIX_MIN_MERGE, x->r.nrec / 12);
     if (!rc && x->state == MERGE_IDLE && !x->f && layer_changes(x->a) >= thres) {
         layer *na = layer_new();
         if (!na) {
