@@ -103,6 +103,27 @@ struct qm_hindex {
 };
 
 static pthread_mutex_t g_merge_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+
+/* g_merge_mu is process-wide: a fork while a merger thread holds it would leave it locked
+ * forever in the child (which has no merger threads). Take it around fork. */
+static void
+fork_prepare(void)
+{
+    pthread_mutex_lock(&g_merge_mu);
+}
+
+static void
+fork_after(void)
+{
+    pthread_mutex_unlock(&g_merge_mu);
+}
+
+static void
+fork_once(void)
+{
+    pthread_atfork(fork_prepare, fork_after, fork_after);
+}
 
 /* Buffers of merges and rebuilds (megabytes, short-lived, often on the merger thread) are
  * mapped and unmapped directly, so that their pages go back to the system at once instead
@@ -695,6 +716,7 @@ merger_main(void *arg)
 static int
 hix_alloc(const char *dir, unsigned shard, u64 merge_changes, qm_err *err, qm_hindex **out)
 {
+    pthread_once(&g_fork_once, fork_once);
     qm_hindex *x = calloc(1, sizeof(*x));
     if (!x)
         return -ENOMEM;
@@ -711,12 +733,15 @@ hix_alloc(const char *dir, unsigned shard, u64 merge_changes, qm_err *err, qm_hi
     pthread_mutex_init(&x->mmu, NULL);
     pthread_cond_init(&x->cv, NULL);
     x->a = layer_new();
-    if (!x->a || pthread_create(&x->th, NULL, merger_main, x) != 0) {
+    /* Under a test I/O layer merges run inline (qm_hix_maintain): no merger thread, which
+     * could otherwise pick up the request too. */
+    bool threaded = x->io == qm_io_posix();
+    if (!x->a || (threaded && pthread_create(&x->th, NULL, merger_main, x) != 0)) {
         layer_free(x->a);
         free(x);
         return -ENOMEM;
     }
-    x->th_started = true;
+    x->th_started = threaded;
     *out = x;
     return 0;
 }
@@ -1328,7 +1353,7 @@ qm_hix_maintain(qm_hindex *x)
     int rc = 0;
     /* A test I/O layer (fault injection, simulated power loss) is single-threaded: merge
      * inline then, like the rest of the engine does under it. */
-    bool inline_merge = x->io != qm_io_posix();
+    bool inline_merge = !x->th_started;
     pthread_mutex_lock(&x->mu);
     if (x->state == MERGE_DONE)
         rc = install_locked(x);
@@ -1345,8 +1370,7 @@ qm_hix_maintain(qm_hindex *x)
     /* Start (or, after a failure, retry) the merge of F. */
     if (!rc && x->state == MERGE_IDLE && x->f) {
         x->state = MERGE_REQUESTED;
-        if (!inline_merge)
-            pthread_cond_broadcast(&x->cv);
+        pthread_cond_broadcast(&x->cv);
     }
     pthread_mutex_unlock(&x->mu);
     if (!rc && inline_merge && x->state == MERGE_REQUESTED) {
