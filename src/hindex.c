@@ -1452,23 +1452,36 @@ qm_hix_count(const qm_hindex *x)
     return x->count;
 }
 
+/* The statistics read fields the merger thread and the updater change: under mu. */
 u64
-qm_hix_dram_bytes(const qm_hindex *x)
+qm_hix_dram_bytes(const qm_hindex *xc)
 {
-    return sizeof(*x) + x->r.npages * 6 + x->out.npages * 6 + layer_bytes(x->a) +
-           layer_bytes(x->f) + x->bulk_cap * QM_HIX_REC;
+    qm_hindex *x = (qm_hindex *)xc;
+    pthread_mutex_lock(&x->mu);
+    u64 b = sizeof(*x) + x->r.npages * 6 + x->out.npages * 6 + layer_bytes(x->a) +
+            layer_bytes(x->f) + x->bulk_cap * QM_HIX_REC;
+    pthread_mutex_unlock(&x->mu);
+    return b;
 }
 
 u64
-qm_hix_ssd_bytes(const qm_hindex *x)
+qm_hix_ssd_bytes(const qm_hindex *xc)
 {
-    return x->r.file_bytes;
+    qm_hindex *x = (qm_hindex *)xc;
+    pthread_mutex_lock(&x->mu);
+    u64 b = x->r.file_bytes;
+    pthread_mutex_unlock(&x->mu);
+    return b;
 }
 
 u64
-qm_hix_merges(const qm_hindex *x)
+qm_hix_merges(const qm_hindex *xc)
 {
-    return x->merges;
+    qm_hindex *x = (qm_hindex *)xc;
+    pthread_mutex_lock(&x->mu);
+    u64 m = x->merges;
+    pthread_mutex_unlock(&x->mu);
+    return m;
 }
 
 u64
