@@ -85,8 +85,7 @@ struct qm_hindex {
     run r;
     layer *a, *f;
     u64 count;
-    u8 *bulk;
-    u64 bulk_n, bulk_cap;
+    struct recvec *bulk; /* records of a bulk load, until bulk_finish */
     pthread_t th;
     bool th_started, stop;
     pthread_mutex_t mu;
@@ -294,30 +293,45 @@ new_run_id(void)
 
 /* Page p of run r, from this thread's cache or read (and checked). The pointer is valid
  * until this thread's next call. */
+/* This thread's cached copy of page p of run r, or NULL. */
+static const u8 *
+pc_find(const run *r, u64 p)
+{
+    for (unsigned i = 0; i < PC_SLOTS; i++)
+        if (tl_pc[i].run_id == r->id && tl_pc[i].page == p)
+            return tl_pc[i].buf;
+    return NULL;
+}
+
+/* Admits a page just read into slot e if its CRC and first key hold (counted as a read). */
+static bool
+pc_admit(qm_hindex *x, const run *r, u64 p, pcache_ent *e)
+{
+    __atomic_fetch_add(&x->page_reads, 1, __ATOMIC_RELAXED);
+    if (qm_get_u32le(e->buf + QM_HIX_PAGE - 4) != page_crc(e->buf, p) ||
+        memcmp(e->buf, r->first + p * 6, 6) != 0)
+        return false;
+    e->run_id = r->id;
+    e->page = p;
+    tl_pc_next++;
+    return true;
+}
+
 static int
 run_page(qm_hindex *x, const run *r, u64 p, const u8 **out, qm_err *err)
 {
-    for (unsigned i = 0; i < PC_SLOTS; i++) {
-        if (tl_pc[i].run_id == r->id && tl_pc[i].page == p) {
-            *out = tl_pc[i].buf;
-            return 0;
-        }
-    }
-    pcache_ent *e = &tl_pc[tl_pc_next++ % PC_SLOTS];
+    if ((*out = pc_find(r, p)) != NULL)
+        return 0;
+    pcache_ent *e = &tl_pc[tl_pc_next % PC_SLOTS];
     e->run_id = 0;
-    u8 *buf = e->buf;
-    int rc = qm_iox_pread_full(x->io, r->fd, buf, QM_HIX_PAGE, (p + 1) * QM_HIX_PAGE);
+    int rc = qm_iox_pread_full(x->io, r->fd, e->buf, QM_HIX_PAGE, (p + 1) * QM_HIX_PAGE);
     if (rc)
         return qm_err_set(err, rc, "%s: reading index page %" PRIu64 ": %s", x->path, p,
                           strerror(-rc));
-    __atomic_fetch_add(&x->page_reads, 1, __ATOMIC_RELAXED);
-    if (qm_get_u32le(buf + QM_HIX_PAGE - 4) != page_crc(buf, p) ||
-        memcmp(buf, r->first + p * 6, 6) != 0)
+    if (!pc_admit(x, r, p, e))
         return QM_CORRUPT(err, "%s: index page %" PRIu64 " (offset %" PRIu64 ") is corrupt",
                           x->path, p, (p + 1) * QM_HIX_PAGE);
-    e->run_id = r->id;
-    e->page = p;
-    *out = buf;
+    *out = e->buf;
     return 0;
 }
 
@@ -344,23 +358,18 @@ qm_hix_cached(qm_hindex *x, const u8 kh[32])
     if (r->fd < 0 || r->npages == 0 || x->io != qm_io_posix())
         return true;
     u64 p = run_page_below(r, kh);
-    for (unsigned i = 0; i < PC_SLOTS; i++)
-        if (tl_pc[i].run_id == r->id && tl_pc[i].page == p)
-            return true;
+    if (pc_find(r, p))
+        return true;
     pcache_ent *e = &tl_pc[tl_pc_next % PC_SLOTS];
     struct iovec iov = {e->buf, QM_HIX_PAGE};
     e->run_id = 0;
     ssize_t n = preadv2(r->fd, &iov, 1, (off_t)((p + 1) * QM_HIX_PAGE), RWF_NOWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return false;
-    /* Anything else is left to the lookup, which reads again and reports it. */
-    if (n == QM_HIX_PAGE && qm_get_u32le(e->buf + QM_HIX_PAGE - 4) == page_crc(e->buf, p) &&
-        memcmp(e->buf, r->first + p * 6, 6) == 0) {
-        __atomic_fetch_add(&x->page_reads, 1, __ATOMIC_RELAXED);
-        e->run_id = r->id;
-        e->page = p;
-        tl_pc_next++;
-    }
+    /* Anything else (an error, a damaged page) is left to the lookup, which reads the page
+     * again and reports it. */
+    if (n == QM_HIX_PAGE)
+        (void)pc_admit(x, r, p, e);
     return true;
 }
 
@@ -628,24 +637,20 @@ dead_in(const void *arg, u64 pos)
 }
 
 /*
- * Writes the run R minus the positions the layers ls erased, plus the layers' live records, as
- * a new run (with a checkpoint when st is set). ls is NULL-terminated, oldest first: the
- * merger passes F, a checkpoint F and A (or A alone).
+ * Every live record of run r merged with overlay layers ls (NULL-terminated, oldest first,
+ * at most two), in key order: the run's records minus the positions the layers erased, and
+ * the layers' records minus those a newer layer erased. fn's nonzero return stops the walk.
  */
 static int
-merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state *st,
-            const u8 *blob, size_t blob_len, run *out, qm_err *err)
+merged_walk(qm_hindex *x, const run *r, layer *const *ls, qm_hix_fn fn, void *arg, qm_err *err)
 {
     recvec rv = {0};
-    rwriter w;
     rreader rd = {x, r, NULL, 0, 0, 0, err};
     int rc = 0;
     QM_TRY(overlay_collect(x, ls, &rv));
-    QM_TRY(rw_open(&w, x, err));
     rd.buf = big_realloc(NULL, 0, RR_PAGES * QM_HIX_PAGE);
     if (!rd.buf) {
         rc = -ENOMEM;
-        rw_abort(&w);
         goto out;
     }
     const u8 *rec = NULL;
@@ -653,27 +658,47 @@ merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state *st
         rc = rr_next(&rd, &rec);
     u64 j = 0;
     while (!rc && (rec || j < rv.n)) {
-        if (rec && (j >= rv.n || memcmp(rec, rv.v + j * 12, 6) <= 0)) {
+        if (rec && (j >= rv.n || memcmp(rec, rv.v + j * QM_HIX_REC, 6) <= 0)) {
             if (!dead_in(ls, rec_pos12(rec)))
-                rc = rw_add(&w, rec, rec_pos12(rec));
+                rc = fn(arg, rec, rec_pos12(rec));
             if (!rc)
                 rc = rr_next(&rd, &rec);
         } else {
-            rc = rw_add(&w, rv.v + j * 12, rec_pos12(rv.v + j * 12));
-            j++;
+            const u8 *o = rv.v + j++ * QM_HIX_REC;
+            rc = fn(arg, o, rec_pos12(o));
         }
     }
-    if (!rc)
-        rc = rw_finish(&w, st, blob, blob_len);
-    if (rc) {
-        rw_abort(&w);
-        goto out;
-    }
-    *out = w.out;
 out:
     big_free(rd.buf, RR_PAGES * QM_HIX_PAGE);
     big_free(rv.v, rv.cap * QM_HIX_REC);
     return rc;
+}
+
+static int
+write_rec(void *arg, const u8 key6[6], u64 pos)
+{
+    return rw_add(arg, key6, pos);
+}
+
+/*
+ * Writes the merged walk of run r and layers ls (see merged_walk) as a new run, with a
+ * checkpoint when st is set: the merger passes F; a checkpoint F and A, or A alone.
+ */
+static int
+merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state *st,
+            const u8 *blob, size_t blob_len, run *out, qm_err *err)
+{
+    rwriter w;
+    QM_RET(rw_open(&w, x, err));
+    int rc = merged_walk(x, r, ls, write_rec, &w, err);
+    if (!rc)
+        rc = rw_finish(&w, st, blob, blob_len);
+    if (rc) {
+        rw_abort(&w);
+        return rc;
+    }
+    *out = w.out;
+    return 0;
 }
 
 /* Merges F into a new run (the merger's work; mu not held). */
@@ -713,8 +738,17 @@ merger_main(void *arg)
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 
-static int
-hix_alloc(const char *dir, unsigned shard, u64 merge_changes, qm_err *err, qm_hindex **out)
+static void
+bulk_free(qm_hindex *x)
+{
+    if (x->bulk)
+        big_free(x->bulk->v, x->bulk->cap * QM_HIX_REC);
+    free(x->bulk);
+    x->bulk = NULL;
+}
+
+int
+qm_hix_new(const char *dir, unsigned shard, u64 merge_changes, qm_hindex **out, qm_err *err)
 {
     pthread_once(&g_fork_once, fork_once);
     qm_hindex *x = calloc(1, sizeof(*x));
@@ -746,12 +780,6 @@ hix_alloc(const char *dir, unsigned shard, u64 merge_changes, qm_err *err, qm_hi
     return 0;
 }
 
-int
-qm_hix_new(const char *dir, unsigned shard, u64 merge_changes, qm_hindex **out, qm_err *err)
-{
-    return hix_alloc(dir, shard, merge_changes, err, out);
-}
-
 void
 qm_hix_free(qm_hindex *x)
 {
@@ -770,7 +798,7 @@ qm_hix_free(qm_hindex *x)
     run_close(x->io, &x->out);
     layer_free(x->a);
     layer_free(x->f);
-    big_free(x->bulk, x->bulk_cap * QM_HIX_REC);
+    bulk_free(x);
     free(x->mt);
     pthread_mutex_destroy(&x->mu);
     pthread_mutex_destroy(&x->mmu);
@@ -827,7 +855,7 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, const qm_hix_sta
                 qm_crc32c(0, b, blen) != qm_get_u32le(h + 56)))
         rc = QMDB_NOTFOUND;
     if (!rc)
-        rc = hix_alloc(dir, shard, merge_changes, err, &x);
+        rc = qm_hix_new(dir, shard, merge_changes, &x, err);
     if (rc) {
         free(b);
         free(first);
@@ -1280,32 +1308,24 @@ qm_hix_replace(qm_hindex *x, const u8 kh[32], u64 old_pos, u64 new_pos)
 int
 qm_hix_bulk_add(qm_hindex *x, const u8 kh[32], u64 pos)
 {
-    if (x->bulk_n == x->bulk_cap) {
-        u64 nc = x->bulk_cap ? x->bulk_cap * 2 : 65536;
-        u8 *nb = big_realloc(x->bulk, x->bulk_cap * QM_HIX_REC, nc * QM_HIX_REC);
-        if (!nb)
-            return -ENOMEM;
-        x->bulk = nb;
-        x->bulk_cap = nc;
-    }
-    memcpy(x->bulk + x->bulk_n * QM_HIX_REC, kh, 6);
-    qm_put_u48be(x->bulk + x->bulk_n * QM_HIX_REC + 6, pos >> 3);
-    x->bulk_n++;
-    return 0;
+    if (!x->bulk && !(x->bulk = calloc(1, sizeof(*x->bulk))))
+        return -ENOMEM;
+    return rv_add(x->bulk, kh, pos);
 }
 
 
 int
 qm_hix_bulk_finish(qm_hindex *x)
 {
-    if (x->bulk_n > 1)
-        qsort(x->bulk, x->bulk_n, QM_HIX_REC, rec12_cmp);
-    /* The bulk records become a layer below an empty run: write them as the run. */
+    recvec none = {0}, *b = x->bulk ? x->bulk : &none;
+    if (b->n > 1)
+        qsort(b->v, b->n, QM_HIX_REC, rec12_cmp);
+    /* The bulk records become the run (there is no run and no overlay yet). */
     rwriter w;
     QM_RET(rw_open(&w, x, x->err));
     int rc = 0;
-    for (u64 i = 0; i < x->bulk_n && !rc; i++)
-        rc = rw_add(&w, x->bulk + i * QM_HIX_REC, rec_pos12(x->bulk + i * QM_HIX_REC));
+    for (u64 i = 0; i < b->n && !rc; i++)
+        rc = rw_add(&w, b->v + i * QM_HIX_REC, rec_pos12(b->v + i * QM_HIX_REC));
     if (!rc)
         rc = rw_finish(&w, NULL, NULL, 0);
     if (rc) {
@@ -1315,9 +1335,7 @@ qm_hix_bulk_finish(qm_hindex *x)
     run_close(x->io, &x->r);
     x->r = w.out;
     x->count = x->r.nrec;
-    big_free(x->bulk, x->bulk_cap * QM_HIX_REC);
-    x->bulk = NULL;
-    x->bulk_n = x->bulk_cap = 0;
+    bulk_free(x);
     return 0;
 }
 
@@ -1415,35 +1433,8 @@ qm_hix_checkpoint(qm_hindex *x, const qm_hix_state *st, const u8 *blob, size_t b
 int
 qm_hix_foreach(qm_hindex *x, qm_hix_fn fn, void *arg)
 {
-    /* The live overlay records, merged with the run records no overlay erased. */
-    recvec rv = {0};
     layer *ls[3] = {x->f ? x->f : x->a, x->f ? x->a : NULL, NULL};
-    int rc = 0;
-    QM_TRY(overlay_collect(x, ls, &rv));
-    rreader rd = {x, &x->r, big_realloc(NULL, 0, RR_PAGES * QM_HIX_PAGE), 0, 0, 0, x->err};
-    if (!rd.buf) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    const u8 *rec = NULL;
-    if (x->r.fd >= 0)
-        rc = rr_next(&rd, &rec);
-    u64 j = 0;
-    while (!rc && (rec || j < rv.n)) {
-        if (j < rv.n && (!rec || memcmp(rv.v + j * 12, rec, 6) < 0)) {
-            const u8 *s = rv.v + j++ * 12;
-            rc = fn(arg, s, rec_pos12(s));
-            continue;
-        }
-        if (!run_dead(x, rec_pos12(rec)))
-            rc = fn(arg, rec, rec_pos12(rec));
-        if (!rc)
-            rc = rr_next(&rd, &rec);
-    }
-    big_free(rd.buf, RR_PAGES * QM_HIX_PAGE);
-out:
-    big_free(rv.v, rv.cap * QM_HIX_REC);
-    return rc;
+    return merged_walk(x, &x->r, ls, fn, arg, x->err);
 }
 
 u64
@@ -1459,7 +1450,7 @@ qm_hix_dram_bytes(const qm_hindex *xc)
     qm_hindex *x = (qm_hindex *)xc;
     pthread_mutex_lock(&x->mu);
     u64 b = sizeof(*x) + x->r.npages * 6 + x->out.npages * 6 + layer_bytes(x->a) +
-            layer_bytes(x->f) + x->bulk_cap * QM_HIX_REC;
+            layer_bytes(x->f) + (x->bulk ? x->bulk->cap * QM_HIX_REC : 0);
     pthread_mutex_unlock(&x->mu);
     return b;
 }
