@@ -127,12 +127,34 @@ fork_once(void)
 /* Buffers of merges and rebuilds (megabytes, short-lived, often on the merger thread) are
  * mapped and unmapped directly, so that their pages go back to the system at once instead
  * of staying resident in a per-thread malloc arena. */
+#if defined(__SANITIZE_THREAD__)
+#define QM_NO_MREMAP 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define QM_NO_MREMAP 1
+#endif
+#endif
+
 static void *
 big_realloc(void *p, size_t old, size_t n)
 {
+#ifdef QM_NO_MREMAP
+    /* ThreadSanitizer does not intercept mremap: a buffer moved onto pages another thread
+     * once used keeps that thread's shadow state and reads as a race. Under TSan, grow by
+     * map, copy and unmap, which it does see. */
+    void *q = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED)
+        return NULL;
+    if (p) {
+        memcpy(q, p, old < n ? old : n);
+        munmap(p, old);
+    }
+    return q;
+#else
     void *q = p ? mremap(p, old, n, MREMAP_MAYMOVE)
                 : mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return q == MAP_FAILED ? NULL : q;
+#endif
 }
 
 static void
