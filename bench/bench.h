@@ -73,7 +73,7 @@ typedef struct phase_rec {
     int op_latency;        /* 1 = lat is per get; 0 = per block */
     uint64_t hash_compressions; /* qmdb: SHA-256 compressions during the phase */
     uint64_t disk_rd_ios;       /* read requests completed by the DB's device */
-    uint64_t batched_reads;     /* qmdb: batched entry reads during the phase */
+    uint64_t batched_reads;     /* qmdb: batched reads (entries, index pages) in the phase */
     uint64_t index_page_reads;  /* qmdb-hybrid: index run pages read during the phase */
     lat_sum lat;           /* per-op (reads) or per-block (writes) */
     lat_sum commit_lat;    /* commit_block call alone (write phases) */

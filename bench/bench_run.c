@@ -211,7 +211,7 @@ static void phase_end(run *r)
                (double)p->disk_rd_ios / (double)p->kv_ops, (double)p->disk_rd / (double)p->kv_ops,
                p->secs > 0 ? (double)p->disk_rd_ios / p->secs : 0.0);
     if (p->hash_compressions && p->kv_ops)
-        printf("> SHA-256 compressions per op = %.2f, batched entry reads per op = %.3f\n",
+        printf("> SHA-256 compressions per op = %.2f, batched reads per op (entries and index pages) = %.3f\n",
                (double)p->hash_compressions / (double)p->kv_ops,
                (double)p->batched_reads / (double)p->kv_ops);
     if (p->index_page_reads && p->kv_ops)
@@ -604,7 +604,8 @@ int bench_run_engine(const bench_cfg *c, const char *engine, engine_rec *rec)
         drop_caches(rec);
     malloc_trim(0);
     rec->rss_at_open = proc_status_bytes("VmRSS");
-    printf("=== engine %s: dir %s, durability %s ===\n", engine, rec->dir, rec->durability);
+    printf("=== engine %s: dir %s, durability %s, process RSS at open %.1f MiB ===\n", engine,
+           rec->dir, rec->durability, (double)rec->rss_at_open / 1048576.0);
     fflush(stdout);
 
     bench_engine_cfg ec = {.durable = c->durable,

@@ -6,15 +6,16 @@
  *
  * Owns: the mapping of the bench interface onto the trie (one commit, hence one state root,
  * per block; get = one read of the flat table) and the cache sizing. MPT gets the same total
- * cache as the tuned rocksdb engine (its block cache: mem_cap / 2, 1 GiB when uncapped),
- * split 3/4 clean-node LRU cache, 1/4 RocksDB block cache (which also holds the flat table's
- * blocks). $QMDB_BENCH_MPT_NODE_CACHE (bytes, K/M/G suffixes) moves the split: it sets the
+ * cache as the tuned rocksdb engine (bench_rocksdb_cache_budget: 3/8 of --mem-cap, 1 GiB
+ * when uncapped), split 3/4 clean-node LRU cache, 1/4 RocksDB block cache (which also holds
+ * the flat table's blocks), and the same memtable bound. $QMDB_BENCH_MPT_NODE_CACHE (bytes, K/M/G suffixes) moves the split: it sets the
  * node cache and the block cache gets the rest of the total (at least 16 MiB).
  * RocksDB options are the tuned ones of eng_rocksdb.c; sync=1 per block at D1, 0 at D0.
  * Thread: the driver's thread.
  */
 #include "engine.h"
 #include "mpt.h"
+#include "rocksdb_tune.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,12 +58,15 @@ env_bytes(const char *name, size_t dflt)
 static int
 m_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
 {
-    size_t total = cfg->mem_cap ? (size_t)(cfg->mem_cap / 2) : ((size_t)1 << 30);
+    size_t total = bench_rocksdb_cache_budget(cfg->mem_cap);
     size_t node = env_bytes("QMDB_BENCH_MPT_NODE_CACHE", total / 4 * 3);
     size_t block = total > node ? total - node : 0;
     if (block < ((size_t)16 << 20))
         block = (size_t)16 << 20;
-    mpt_opts o = {.durable = cfg->durable, .node_cache_bytes = node, .block_cache_bytes = block};
+    mpt_opts o = {.durable = cfg->durable,
+                  .node_cache_bytes = node,
+                  .block_cache_bytes = block,
+                  .memtable_bytes = bench_rocksdb_memtable_budget(cfg->mem_cap)};
     mpt *t = NULL;
     if (mpt_open(&t, dir, &o, e->err, sizeof(e->err)) != 0)
         return -1;

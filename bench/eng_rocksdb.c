@@ -3,15 +3,14 @@
  * eng_rocksdb.c -- RocksDB adapters for qmdb-bench ("rocksdb" tuned, "rocksdb-default").
  *
  * Owns: RocksDB option choices and the block -> WriteBatch mapping.
- *  - rocksdb (tuned, BENCHMARKS.md rule 5): full bloom filter 10 bits/key, index and filter
- *    blocks in the block cache, 4 KiB blocks, no compression, direct reads and direct I/O for
- *    flush and compaction, max_background_jobs = 2, dynamic level bytes, block cache =
- *    mem_cap / 2 (1 GiB when uncapped).
+ *  - rocksdb (tuned, BENCHMARKS.md rule 5): the options of rocksdb_tune.c, its block cache and
+ *    memtables sized from --mem-cap there (block cache 1 GiB when uncapped).
  *  - rocksdb-default: rocksdb_options_create() defaults plus create_if_missing.
  * Both: one WriteBatch per block, written with sync=1 at D1 and sync=0 at D0 (WAL on);
  * ordered scans with one iterator per scan (YCSB workload E).
  */
 #include "engine.h"
+#include "rocksdb_tune.h"
 
 #include <rocksdb/c.h>
 #include <stdio.h>
@@ -55,21 +54,12 @@ static int r_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
     r->opt = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(r->opt, 1);
     if (r->tuned) {
-        size_t cache_bytes = cfg->mem_cap ? (size_t)(cfg->mem_cap / 2) : ((size_t)1 << 30);
-        r->cache = rocksdb_cache_create_lru(cache_bytes);
-        r->bbt = rocksdb_block_based_options_create();
-        rocksdb_block_based_options_set_block_size(r->bbt, 4096);
-        rocksdb_block_based_options_set_filter_policy(r->bbt,
-                                                      rocksdb_filterpolicy_create_bloom_full(10));
-        rocksdb_block_based_options_set_cache_index_and_filter_blocks(r->bbt, 1);
-        rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(r->bbt, 1);
-        rocksdb_block_based_options_set_block_cache(r->bbt, r->cache);
-        rocksdb_options_set_block_based_table_factory(r->opt, r->bbt);
-        rocksdb_options_set_compression(r->opt, rocksdb_no_compression);
-        rocksdb_options_set_use_direct_reads(r->opt, 1);
-        rocksdb_options_set_use_direct_io_for_flush_and_compaction(r->opt, 1);
-        rocksdb_options_set_max_background_jobs(r->opt, 2);
-        rocksdb_options_set_level_compaction_dynamic_level_bytes(r->opt, 1);
+        r->cache = rocksdb_cache_create_lru(bench_rocksdb_cache_budget(cfg->mem_cap));
+        r->bbt = bench_rocksdb_tune(r->opt, r->cache, bench_rocksdb_memtable_budget(cfg->mem_cap));
+        if (!r->bbt) {
+            snprintf(e->err, sizeof(e->err), "out of memory");
+            return -1;
+        }
     }
     char *rerr = NULL;
     /* Opened through the column-family call only to get the default family's handle, which

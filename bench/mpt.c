@@ -21,6 +21,7 @@
 #include "mpt.h"
 
 #include "mpt_cache.h"
+#include "rocksdb_tune.h"
 
 #include <openssl/sha.h>
 #include <rocksdb/c.h>
@@ -1005,27 +1006,15 @@ mpt_open(mpt **out, const char *dir, const mpt_opts *o, char *err, size_t errlen
     mpt_cache_init(&t->c, o->node_cache_bytes);
     t->opt = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(t->opt, 1);
-    /* The tuned options of eng_rocksdb.c (BENCHMARKS.md rule 5). */
+    /* The tuned options of the rocksdb engine (BENCHMARKS.md rule 5). */
     t->bcache = rocksdb_cache_create_lru(o->block_cache_bytes ? o->block_cache_bytes : 1);
-    t->bbt = rocksdb_block_based_options_create();
-    rocksdb_block_based_options_set_block_size(t->bbt, 4096);
-    rocksdb_block_based_options_set_filter_policy(t->bbt,
-                                                  rocksdb_filterpolicy_create_bloom_full(10));
-    rocksdb_block_based_options_set_cache_index_and_filter_blocks(t->bbt, 1);
-    rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(t->bbt, 1);
-    rocksdb_block_based_options_set_block_cache(t->bbt, t->bcache);
-    rocksdb_options_set_block_based_table_factory(t->opt, t->bbt);
-    rocksdb_options_set_compression(t->opt, rocksdb_no_compression);
-    rocksdb_options_set_use_direct_reads(t->opt, 1);
-    rocksdb_options_set_use_direct_io_for_flush_and_compaction(t->opt, 1);
-    rocksdb_options_set_max_background_jobs(t->opt, 2);
-    rocksdb_options_set_level_compaction_dynamic_level_bytes(t->opt, 1);
+    t->bbt = bench_rocksdb_tune(t->opt, t->bcache, o->memtable_bytes);
     t->wo = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(t->wo, o->durable ? 1 : 0);
     t->ro = rocksdb_readoptions_create();
     t->wb = rocksdb_writebatch_create();
     memcpy(t->croot, EMPTY_ROOT, 32);
-    if (!t->c.b) { /* mpt_cache_init failed */
+    if (!t->c.b || !t->bbt) { /* mpt_cache_init or the table options failed */
         snprintf(err, errlen, "out of memory");
         goto bad;
     }

@@ -50,6 +50,7 @@ typedef struct mpt_opts {
     int durable;              /* 1 = sync=1 on every commit's WriteBatch (D1), 0 = D0 */
     size_t node_cache_bytes;  /* clean-node LRU cache budget (0 = keep only one node) */
     size_t block_cache_bytes; /* RocksDB block cache */
+    size_t memtable_bytes;    /* bound on RocksDB's memtables (0 = RocksDB's defaults) */
 } mpt_opts;
 
 typedef struct mpt_stats {
