@@ -211,7 +211,8 @@ static void phase_end(run *r)
                (double)p->disk_rd_ios / (double)p->kv_ops, (double)p->disk_rd / (double)p->kv_ops,
                p->secs > 0 ? (double)p->disk_rd_ios / p->secs : 0.0);
     if (p->hash_compressions && p->kv_ops)
-        printf("> SHA-256 compressions per op = %.2f, batched reads per op (entries and index pages) = %.3f\n",
+        printf("> SHA-256 compressions per op = %.2f, "
+               "batched reads per op (entries and index pages) = %.3f\n",
                (double)p->hash_compressions / (double)p->kv_ops,
                (double)p->batched_reads / (double)p->kv_ops);
     if (p->index_page_reads && p->kv_ops)

@@ -8,9 +8,10 @@
  * per block; get = one read of the flat table) and the cache sizing. MPT gets the same total
  * cache as the tuned rocksdb engine (bench_rocksdb_cache_budget: 3/8 of --mem-cap, 1 GiB
  * when uncapped), split 3/4 clean-node LRU cache, 1/4 RocksDB block cache (which also holds
- * the flat table's blocks), and the same memtable bound. $QMDB_BENCH_MPT_NODE_CACHE (bytes, K/M/G suffixes) moves the split: it sets the
- * node cache and the block cache gets the rest of the total (at least 16 MiB).
- * RocksDB options are the tuned ones of eng_rocksdb.c; sync=1 per block at D1, 0 at D0.
+ * the flat table's blocks), and the same memtable bound. $QMDB_BENCH_MPT_NODE_CACHE (bytes,
+ * K/M/G suffixes) moves the split: it sets the node cache and the block cache gets the rest
+ * of the total (at least 16 MiB). RocksDB options are the tuned ones of rocksdb_tune.c;
+ * sync=1 per block at D1, 0 at D0.
  * Thread: the driver's thread.
  */
 #include "engine.h"

@@ -56,10 +56,6 @@ static int r_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
     if (r->tuned) {
         r->cache = rocksdb_cache_create_lru(bench_rocksdb_cache_budget(cfg->mem_cap));
         r->bbt = bench_rocksdb_tune(r->opt, r->cache, bench_rocksdb_memtable_budget(cfg->mem_cap));
-        if (!r->bbt) {
-            snprintf(e->err, sizeof(e->err), "out of memory");
-            return -1;
-        }
     }
     char *rerr = NULL;
     /* Opened through the column-family call only to get the default family's handle, which

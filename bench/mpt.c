@@ -1014,7 +1014,7 @@ mpt_open(mpt **out, const char *dir, const mpt_opts *o, char *err, size_t errlen
     t->ro = rocksdb_readoptions_create();
     t->wb = rocksdb_writebatch_create();
     memcpy(t->croot, EMPTY_ROOT, 32);
-    if (!t->c.b || !t->bbt) { /* mpt_cache_init or the table options failed */
+    if (!t->c.b) { /* mpt_cache_init failed */
         snprintf(err, errlen, "out of memory");
         goto bad;
     }

@@ -2,7 +2,7 @@
 /*
  * rocksdb_tune.c -- the tuned RocksDB options and the memory-cap split (see rocksdb_tune.h).
  * A block cache of C/2 with the default two 64 MiB memtables was OOM-killed in a 512 MiB
- * cgroup at 38M of 50M entries (anonymous memory 523 MB): hence 3C/8 + C/8.
+ * cgroup at 38.4M of 50M entries (anonymous RSS 511 MiB): hence 3C/8 + C/8.
  * Thread: whichever thread opens the engine.
  */
 #include "rocksdb_tune.h"
@@ -23,8 +23,6 @@ rocksdb_block_based_table_options_t *
 bench_rocksdb_tune(rocksdb_options_t *opt, rocksdb_cache_t *cache, size_t memtable_bytes)
 {
     rocksdb_block_based_table_options_t *bbt = rocksdb_block_based_options_create();
-    if (!bbt)
-        return NULL;
     rocksdb_block_based_options_set_block_size(bbt, 4096);
     rocksdb_block_based_options_set_filter_policy(bbt, rocksdb_filterpolicy_create_bloom_full(10));
     rocksdb_block_based_options_set_cache_index_and_filter_blocks(bbt, 1);

@@ -23,9 +23,8 @@ size_t bench_rocksdb_memtable_budget(uint64_t mem_cap);
  * `cache` (L0 ones pinned), 4 KiB blocks, no compression, direct reads and direct I/O for
  * flush and compaction, max_background_jobs = 2, dynamic level bytes; with memtable_bytes >
  * 0, two memtables of memtable_bytes / 2 and db_write_buffer_size = memtable_bytes. Returns
- * the table options (the caller destroys them after rocksdb_close), NULL when out of memory. */
-rocksdb_block_based_table_options_t *bench_rocksdb_tune(rocksdb_options_t *opt,
-                                                        rocksdb_cache_t *cache,
-                                                        size_t memtable_bytes);
+ * the table options, which the caller destroys after rocksdb_close. */
+rocksdb_block_based_table_options_t *
+bench_rocksdb_tune(rocksdb_options_t *opt, rocksdb_cache_t *cache, size_t memtable_bytes);
 
 #endif

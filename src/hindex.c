@@ -124,9 +124,6 @@ fork_once(void)
     pthread_atfork(fork_prepare, fork_after, fork_after);
 }
 
-/* Buffers of merges and rebuilds (megabytes, short-lived, often on the merger thread) are
- * mapped and unmapped directly, so that their pages go back to the system at once instead
- * of staying resident in a per-thread malloc arena. */
 #if defined(__SANITIZE_THREAD__)
 #define QM_NO_MREMAP 1
 #elif defined(__has_feature)
@@ -135,26 +132,30 @@ fork_once(void)
 #endif
 #endif
 
+/* Buffers of merges and rebuilds (megabytes, short-lived, often on the merger thread) are
+ * mapped and unmapped directly, so that their pages go back to the system at once instead
+ * of staying resident in a per-thread malloc arena. They grow by mremap, which moves the
+ * pages without copying them or holding both copies resident; ThreadSanitizer does not
+ * intercept mremap (pages moved onto addresses another thread once used keep that thread's
+ * shadow state and read as a race), so under TSan they grow by map, copy and unmap. */
 static void *
 big_realloc(void *p, size_t old, size_t n)
 {
-#ifdef QM_NO_MREMAP
-    /* ThreadSanitizer does not intercept mremap: a buffer moved onto pages another thread
-     * once used keeps that thread's shadow state and reads as a race. Under TSan, grow by
-     * map, copy and unmap, which it does see. */
-    void *q = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *q;
+#ifndef QM_NO_MREMAP
+    if (p) {
+        q = mremap(p, old, n, MREMAP_MAYMOVE);
+        return q == MAP_FAILED ? NULL : q;
+    }
+#endif
+    q = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (q == MAP_FAILED)
         return NULL;
     if (p) {
-        memcpy(q, p, old < n ? old : n);
+        memcpy(q, p, QM_MIN(old, n));
         munmap(p, old);
     }
     return q;
-#else
-    void *q = p ? mremap(p, old, n, MREMAP_MAYMOVE)
-                : mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return q == MAP_FAILED ? NULL : q;
-#endif
 }
 
 static void
@@ -1334,7 +1335,6 @@ qm_hix_bulk_add(qm_hindex *x, const u8 kh[32], u64 pos)
         return -ENOMEM;
     return rv_add(x->bulk, kh, pos);
 }
-
 
 int
 qm_hix_bulk_finish(qm_hindex *x)
