@@ -39,7 +39,7 @@ extern "C" {
 #define QMDB_VERSION_MINOR 1
 #define QMDB_VERSION_PATCH 0
 /** Version of the on-disk format written by this library. */
-#define QMDB_FORMAT_VERSION 1
+#define QMDB_FORMAT_VERSION 2
 
 #define QMDB_HASH_LEN 32
 #define QMDB_SHARDS 16
@@ -136,6 +136,13 @@ typedef struct qmdb_options {
  *  (for databases much larger than memory). By default they are buffered without
  *  read-ahead. */
 #define QMDB_OPEN_DIRECT_IO 0x20u
+/** Open flag, for recovery by an operator: open although one META slot is damaged (blank,
+ *  truncated away, or both of its copies invalid), using the other, valid slot. Without it
+ *  such an open fails with QMDB_CORRUPT, because the damaged slot may have held the newest
+ *  committed block and opening the older one would silently roll the database back
+ *  (docs/RELIABILITY.md, "META damage"). With it the database opens at the older height and
+ *  the blocks after it are discarded; a writable open then rewrites the damaged slot. */
+#define QMDB_OPEN_SALVAGE 0x40u
 
 QMDB_API void qmdb_options_init(qmdb_options *opt);
 

@@ -3,14 +3,15 @@
  * check.c -- qmdb_check(): the full offline consistency check (`qmdb check DIR`).
  *
  * It reports every problem it finds (file and offset in each message) through a callback:
- *  1. META: both slots are decoded; a slot that is present but invalid is reported (a torn
- *     write of the newest slot, or corruption).
+ *  1. META: both slots are decoded; a copy that is invalid is reported (corruption, or a torn
+ *     write of the newest slot), and so is a blank or missing slot except slot 1 of a new
+ *     database (the damage rule in meta.h).
  *  2. A read-only verifying open: every unpruned entry is decoded and hashed, every full
  *     twig's left tree is recomputed and compared with its twig-meta record and its twig-file
  *     record (CRC, id and all 4095 nodes), the ActiveBits are rebuilt from the DSNs, and every
  *     shard root and the state root are recomputed and compared with META and with ROOTS at
  *     the latest height (recover.c). A failure here is reported and ends the check.
- *  3. ROOTS: the file covers every height up to the latest and holds no all-zero record.
+ *  3. ROOTS: the file covers every height up to the latest and every record passes its CRC.
  *  4. Indexer against ActiveBits: every index record points at an entry whose SN is active
  *     and whose key hash has the record's prefix; each active SN is indexed exactly once.
  *  5. Key-hash chain: per shard, the live entries sorted by key hash, each one's
@@ -76,8 +77,15 @@ check_meta_slots(chk *c, const char *dir)
         bool blank = true;
         for (size_t i = 0; i < n && blank; i++)
             blank = buf[off + i] == 0;
-        if (blank)
-            continue; /* never written (a new database has only slot 0) */
+        qm_meta m0;
+        if (blank && k == 1 && got >= QM_META_LEN && qm_meta_decode(buf, got, &m0) == 0 &&
+            m0.seq == 0)
+            continue; /* never written: a new database has only slot 0 */
+        if (blank) {
+            report(c, "%s: metadata slot %u at offset %zu is %s: the record it held is lost",
+                   path, k, off, n ? "blank" : "missing (file truncated)");
+            continue;
+        }
         /* Each slot holds two copies of the record (meta.h); the rest must be zero. */
         for (size_t i = 0; i < n; i++) {
             bool in_copy = i < QM_META_LEN || (i >= QM_META_COPY && i < QM_META_COPY + QM_META_LEN);
@@ -104,26 +112,26 @@ check_meta_slots(chk *c, const char *dir)
 static void
 check_roots(chk *c, const qm_check_view *v)
 {
-    u64 h = v->meta->height, size = 0;
-    if (qm_io_get()->fsize(v->roots_fd, &size) != 0 || size < 32 * (h + 1)) {
+    u64 h = v->meta->height, size = 0, need = QM_ROOTS_REC * (h + 1);
+    if (qm_io_get()->fsize(v->roots_fd, &size) != 0 || size < need) {
         report(c, "%s/ROOTS: %" PRIu64 " bytes, height %" PRIu64 " needs %" PRIu64, v->dir,
-               size, h, 32 * (h + 1));
+               size, h, need);
         return;
     }
-    static u8 buf[32 * 1024];
-    static const u8 zero[32];
-    for (u64 off = 0; off < 32 * (h + 1); off += sizeof(buf)) {
-        size_t n = (size_t)QM_MIN((u64)sizeof(buf), 32 * (h + 1) - off);
+    static u8 buf[QM_ROOTS_REC * 1024];
+    u8 root[32];
+    for (u64 off = 0; off < need; off += sizeof(buf)) {
+        size_t n = (size_t)QM_MIN((u64)sizeof(buf), need - off);
         int rc = qm_io_pread_full(v->roots_fd, buf, n, off);
         if (rc) {
             report(c, "%s/ROOTS: read error at offset %" PRIu64 ": %s", v->dir, off,
                    qmdb_strerror(rc));
             return;
         }
-        for (size_t i = 0; i < n; i += 32)
-            if (memcmp(buf + i, zero, 32) == 0)
-                report(c, "%s/ROOTS: the root of height %" PRIu64 " at offset %" PRIu64
-                       " is all zeros", v->dir, (off + i) / 32, off + i);
+        for (size_t i = 0; i < n; i += QM_ROOTS_REC)
+            if (qm_roots_decode((off + i) / QM_ROOTS_REC, buf + i, root) != 0)
+                report(c, "%s/ROOTS: the record of height %" PRIu64 " at offset %" PRIu64
+                       " fails its check (damaged)", v->dir, (off + i) / QM_ROOTS_REC, off + i);
     }
 }
 

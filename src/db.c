@@ -186,13 +186,7 @@ job_shard_sync(void *arg, size_t i)
         return qm_hpfile_sync_finish(&s->tmeta, &t[2]);
     }
     /* The last job: the state root of this height goes to ROOTS, durably. */
-    int rc = qm_io_pwrite_full(db->roots_fd, m->state_root, 32, 32 * m->height);
-    if (!rc)
-        rc = qm_io_get()->fsync(db->roots_fd);
-    if (rc)
-        return qm_err_set(&db->err, rc, "%s/ROOTS: write of height %" PRIu64 " failed: %s",
-                          db->dir, m->height, qmdb_strerror(rc));
-    return 0;
+    return qm_roots_store(db->roots_fd, db->dir, m->height, m->state_root, &db->err);
 }
 
 static bool
@@ -280,16 +274,29 @@ global_root(qm_shard *shards, u8 out[32])
     qm_h2(67, lvl[0], lvl[1], out);
 }
 
+/* Inter-process exclusion: a flock on the database directory itself, shared for read-only
+ * handles and exclusive for a writer. Unlike a lock file, the directory cannot be deleted
+ * or swapped while it holds the database, and opening it needs no write permission (so a
+ * read-only open works on a read-only file system). The inode is checked against the path
+ * after locking, in case the directory was renamed and replaced meanwhile. */
 static int
 db_lock(qmdb_db *db)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/LOCK", db->dir);
-    db->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    db->lock_fd = open(db->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (db->lock_fd < 0)
-        return qm_err_set(&db->err, -errno, "cannot open %s: %s", path, strerror(errno));
-    if (flock(db->lock_fd, (db->par.rdonly ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0)
-        return qm_err_set(&db->err, QMDB_BUSY, "%s is in use by another process", db->dir);
+        return qm_err_set(&db->err, -errno, "cannot open directory %s: %s", db->dir,
+                          strerror(errno));
+    if (flock(db->lock_fd, (db->par.rdonly ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
+        if (errno == EWOULDBLOCK)
+            return qm_err_set(&db->err, QMDB_BUSY, "%s is in use by another handle (%s)",
+                              db->dir, db->par.rdonly ? "a writer" : "a reader or a writer");
+        return qm_err_set(&db->err, -errno, "cannot lock %s: %s", db->dir, strerror(errno));
+    }
+    struct stat a, b;
+    if (fstat(db->lock_fd, &a) < 0 || stat(db->dir, &b) < 0 || a.st_dev != b.st_dev ||
+        a.st_ino != b.st_ino)
+        return qm_err_set(&db->err, QMDB_BUSY, "%s was replaced while it was being opened",
+                          db->dir);
     return 0;
 }
 
@@ -512,10 +519,11 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
     db->par.rdonly = (opt->flags & QMDB_OPEN_RDONLY) != 0;
     db->par.verify = (opt->flags & QMDB_OPEN_FAST) == 0;
     db->auto_prune = !(opt->flags & QMDB_OPEN_NO_AUTO_PRUNE);
-    QM_TRY(qm_meta_load(dir, &db->meta, &db->err));
+    bool salvage = (opt->flags & QMDB_OPEN_SALVAGE) != 0;
+    QM_TRY(qm_meta_load(dir, salvage, &db->meta, &db->err));
     QM_TRY(db_lock(db));
     /* Reload under the lock: another process may have committed meanwhile. */
-    QM_TRY(qm_meta_load(dir, &db->meta, &db->err));
+    QM_TRY(qm_meta_load(dir, salvage, &db->meta, &db->err));
     db->par.compact_thres = db->meta.compact_thres;
     db->par.util_ratio = db->meta.util_ratio;
     db->par.util_div = db->meta.util_div;
@@ -536,7 +544,7 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
     QM_TRY(roots_open(db, false));
     u64 rsize;
     QM_TRY(qm_io_get()->fsize(db->roots_fd, &rsize));
-    u64 want = 32 * (db->meta.height + 1);
+    u64 want = QM_ROOTS_REC * (db->meta.height + 1);
     if (rsize < want) {
         rc = QM_CORRUPT(&db->err, "%s/ROOTS: %" PRIu64 " bytes, height %" PRIu64 " needs %" PRIu64,
                         dir, rsize, db->meta.height, want);
@@ -544,10 +552,11 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
     }
     if (rsize > want && !db->par.rdonly)
         QM_TRY(qm_io_get()->ftruncate(db->roots_fd, want));
-    QM_TRY(qm_io_pread_full(db->roots_fd, root, 32, want - 32));
+    QM_TRY(qm_roots_read(db->roots_fd, dir, db->meta.height, root, &db->err));
     if (memcmp(root, db->meta.state_root, 32) != 0) {
         rc = QM_CORRUPT(&db->err, "%s/ROOTS: root of height %" PRIu64 " at offset %" PRIu64
-                        " differs from the metadata", dir, db->meta.height, want - 32);
+                        " differs from the metadata", dir, db->meta.height,
+                        want - QM_ROOTS_REC);
         goto out;
     }
     if (getenv("QMDB_TRACE")) {
@@ -556,6 +565,14 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
             db->shard[s].trace = s == 0 ? f : fdopen(dup(fileno(f)), "a");
     }
     db->submitted = db->hashed = db->meta.height;
+    if (salvage && !db->par.rdonly) {
+        /* Repair META: the next sequence (same height and state) overwrites the damaged slot,
+         * so later opens need no flag. */
+        qm_meta m;
+        db_fill_meta(db, &m, db->meta.height, db->meta.seq + 1);
+        QM_TRY(db_take_tickets(db, m.height));
+        QM_TRY(db_make_durable(db, &m, false));
+    }
     QM_TRY(db_pipeline_start(db, opt));
 out:
     if (rc) {
@@ -621,11 +638,7 @@ qmdb_root(qmdb_db *db, uint64_t height, uint8_t out[32])
     if (height > top)
         return qm_err_set(&db->err, QMDB_NOTFOUND, "height %" PRIu64 " is above the latest (%" PRIu64 ")",
                           height, top);
-    int rc = qm_io_pread_full(db->roots_fd, out, 32, 32 * height);
-    if (rc)
-        return qm_err_set(&db->err, rc, "%s/ROOTS: read at %" PRIu64 ": %s", db->dir,
-                          32 * height, qmdb_strerror(rc));
-    return 0;
+    return qm_roots_read(db->roots_fd, db->dir, height, out, &db->err);
 }
 
 int
@@ -967,7 +980,7 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
     st->io_uring = db->rio && qm_rio_uring(db->rio);
     st->live_entries = st->live_with_sentries - QM_SHARD_COUNT * QM_SENTRIES_PER_SHARD;
     st->ssd_bytes = st->entry_file_bytes + st->twig_file_bytes + st->index_ssd_bytes +
-                    32 * (db->meta.height + 1) + 2 * QM_META_SLOT;
+                    QM_ROOTS_REC * (db->meta.height + 1) + 2 * QM_META_SLOT;
     st->pruned_twigs = db->pruned_twigs;
     st->compact_thres = db->par.compact_thres;
     st->utilization_ratio = db->par.util_ratio;

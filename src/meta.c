@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * meta.c -- metadata slots (format in meta.h). Thread: the committing thread.
+ * meta.c -- the metadata slots and the ROOTS records (formats and the damage rule in
+ * meta.h). Thread: the committing thread; qm_roots_read from any thread.
  */
 #include "meta.h"
 
@@ -66,12 +67,15 @@ qm_meta_decode(const u8 *b, size_t len, qm_meta *m)
 {
     if (len < QM_META_LEN || memcmp(b, META_MAGIC, 8) != 0)
         return QMDB_CORRUPT;
-    u32 ver = qm_get_u32le(b + 8);
-    if (ver > QMDB_FORMAT_VERSION)
-        return QMDB_VERSION_MISMATCH;
-    if (ver != QMDB_FORMAT_VERSION || qm_get_u32le(b + 12) != QM_META_LEN)
+    /* The CRC first, over the length the record declares: a damaged version field reads as
+     * damage, and only an intact record of another format is a version mismatch. */
+    u32 rlen = qm_get_u32le(b + 12);
+    if (rlen < 32 || rlen > QM_META_COPY || rlen > len ||
+        qm_get_u32le(b + rlen - 4) != qm_crc32c(0, b, rlen - 4))
         return QMDB_CORRUPT;
-    if (qm_get_u32le(b + QM_META_LEN - 4) != qm_crc32c(0, b, QM_META_LEN - 4))
+    if (qm_get_u32le(b + 8) != QMDB_FORMAT_VERSION)
+        return QMDB_VERSION_MISMATCH;
+    if (rlen != QM_META_LEN)
         return QMDB_CORRUPT;
     memset(m, 0, sizeof(*m));
     m->seq = qm_get_u64le(b + 16);
@@ -106,8 +110,27 @@ qm_meta_decode(const u8 *b, size_t len, qm_meta *m)
     return 0;
 }
 
+/* What one slot holds (see the damage rule in meta.h). */
+enum slot_state { SLOT_VALID, SLOT_BLANK, SLOT_BAD, SLOT_NEWER };
+
+static enum slot_state
+slot_read(const u8 *buf, size_t got, unsigned k, qm_meta *m)
+{
+    size_t off = (size_t)k * QM_META_SLOT;
+    size_t n = got > off ? QM_MIN(got - off, (size_t)QM_META_SLOT) : 0;
+    int rc = n >= QM_META_LEN ? meta_decode_slot(buf + off, n, m) : QMDB_CORRUPT;
+    if (rc == QMDB_VERSION_MISMATCH)
+        return SLOT_NEWER;
+    if (rc == 0)
+        return SLOT_VALID;
+    for (size_t i = 0; i < n; i++)
+        if (buf[off + i] != 0)
+            return SLOT_BAD;
+    return SLOT_BLANK; /* all zero, or beyond the end of the file */
+}
+
 int
-qm_meta_load(const char *dir, qm_meta *m, qm_err *err)
+qm_meta_load(const char *dir, bool salvage, qm_meta *m, qm_err *err)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/META", dir);
@@ -123,24 +146,46 @@ qm_meta_load(const char *dir, qm_meta *m, qm_err *err)
     io->close(fd);
     if (rc)
         return qm_err_set(err, rc, "cannot read %s: %s", path, qmdb_strerror(rc));
-    qm_meta a, b;
-    int ra = got >= QM_META_SLOT ? meta_decode_slot(buf, QM_META_SLOT, &a) : QMDB_CORRUPT;
-    if (got < QM_META_SLOT && got >= QM_META_LEN)
-        ra = meta_decode_slot(buf, got, &a);
-    int rb = got >= 2 * QM_META_SLOT ? meta_decode_slot(buf + QM_META_SLOT, QM_META_SLOT, &b)
-                                     : QMDB_CORRUPT;
-    if (ra == QMDB_VERSION_MISMATCH || rb == QMDB_VERSION_MISMATCH)
-        return qm_err_set(err, QMDB_VERSION_MISMATCH, "%s: written by a newer qmdb", path);
-    if (ra && rb)
+    qm_meta s[2];
+    enum slot_state st[2] = {slot_read(buf, got, 0, &s[0]), slot_read(buf, got, 1, &s[1])};
+    if (st[0] == SLOT_NEWER || st[1] == SLOT_NEWER)
+        return qm_err_set(err, QMDB_VERSION_MISMATCH,
+                          "%s: written in a metadata format other than %d (a newer or older "
+                          "qmdb)", path, QMDB_FORMAT_VERSION);
+    if (st[0] != SLOT_VALID && st[1] != SLOT_VALID)
         return QM_CORRUPT(err, "%s: both metadata slots are invalid (offsets 0 and %u)", path,
                           QM_META_SLOT);
-    bool use_a = !ra && (rb || a.seq >= b.seq);
-    *m = use_a ? a : b;
+    unsigned k = st[0] == SLOT_VALID && (st[1] != SLOT_VALID || s[0].seq >= s[1].seq) ? 0 : 1;
+    *m = s[k];
     /* A valid slot must sit at the offset its sequence number selects. */
-    if ((m->seq & 1) != (use_a ? 0u : 1u))
-        return QM_CORRUPT(err, "%s: metadata sequence %llu found in the wrong slot", path,
+    if ((m->seq & 1) != k)
+        return QM_CORRUPT(err, "%s: metadata sequence %llu found in the wrong slot (offset %u)",
+                          path, (unsigned long long)m->seq, k * QM_META_SLOT);
+    /* The other slot must hold the previous record. Only a new database (sequence 0, whose
+     * slot 1 was never written) may lack it: anything else is damage that may have destroyed
+     * the newest commit, and opening the older record would silently roll back. */
+    const qm_meta *o = &s[k ^ 1];
+    unsigned ooff = (k ^ 1) * QM_META_SLOT;
+    if (st[k ^ 1] == SLOT_VALID && o->seq + 1 == m->seq)
+        return 0;
+    if (m->seq == 0 && k == 0)
+        return 0;
+    if (salvage)
+        return 0;
+    if (st[k ^ 1] == SLOT_VALID)
+        return QM_CORRUPT(err, "%s: the metadata slot at offset %u holds sequence %llu, not %llu "
+                          "(the slot at offset %u holds %llu): a stale or misplaced record",
+                          path, ooff, (unsigned long long)o->seq,
+                          (unsigned long long)(m->seq - 1), k * QM_META_SLOT,
                           (unsigned long long)m->seq);
-    return 0;
+    return QM_CORRUPT(err, "%s: the metadata slot at offset %u is %s although sequence %llu at "
+                      "offset %u shows it was written: the newest commit may be lost (height "
+                      "%llu or the next one); open with the salvage flag to use height %llu",
+                      path, ooff,
+                      st[k ^ 1] == SLOT_BLANK ? (got <= ooff ? "missing (file truncated)" : "blank")
+                                              : "damaged (neither copy is valid)",
+                      (unsigned long long)m->seq, k * QM_META_SLOT,
+                      (unsigned long long)m->height, (unsigned long long)m->height);
 }
 
 int
@@ -164,5 +209,57 @@ qm_meta_store(const char *dir, int *fd, const qm_meta *m, qm_err *err)
     if (rc)
         return qm_err_set(err, rc, "%s/META: metadata write at offset %llu failed: %s", dir,
                           (unsigned long long)off, qmdb_strerror(rc));
+    return 0;
+}
+
+void
+qm_roots_encode(u64 height, const u8 root[32], u8 rec[QM_ROOTS_REC])
+{
+    u8 hb[8];
+    qm_put_u64le(hb, height);
+    memcpy(rec, root, 32);
+    qm_put_u32le(rec + 32, qm_crc32c(qm_crc32c(0, hb, 8), root, 32));
+    qm_put_u32le(rec + 36, 0);
+}
+
+int
+qm_roots_decode(u64 height, const u8 rec[QM_ROOTS_REC], u8 root[32])
+{
+    u8 want[QM_ROOTS_REC];
+    qm_roots_encode(height, rec, want);
+    if (memcmp(rec + 32, want + 32, QM_ROOTS_REC - 32) != 0)
+        return QMDB_CORRUPT;
+    memcpy(root, rec, 32);
+    return 0;
+}
+
+int
+qm_roots_read(int fd, const char *dir, u64 height, u8 root[32], qm_err *err)
+{
+    u8 rec[QM_ROOTS_REC];
+    u64 off = QM_ROOTS_REC * height;
+    int rc = qm_io_pread_full(fd, rec, sizeof(rec), off);
+    if (rc)
+        return qm_err_set(err, rc, "%s/ROOTS: read of height %llu at offset %llu: %s", dir,
+                          (unsigned long long)height, (unsigned long long)off,
+                          qmdb_strerror(rc));
+    if (qm_roots_decode(height, rec, root))
+        return QM_CORRUPT(err, "%s/ROOTS: the record of height %llu at offset %llu fails its "
+                          "check (damaged)", dir, (unsigned long long)height,
+                          (unsigned long long)off);
+    return 0;
+}
+
+int
+qm_roots_store(int fd, const char *dir, u64 height, const u8 root[32], qm_err *err)
+{
+    u8 rec[QM_ROOTS_REC];
+    qm_roots_encode(height, root, rec);
+    int rc = qm_io_pwrite_full(fd, rec, sizeof(rec), QM_ROOTS_REC * height);
+    if (!rc)
+        rc = qm_io_get()->fsync(fd);
+    if (rc)
+        return qm_err_set(err, rc, "%s/ROOTS: write of height %llu failed: %s", dir,
+                          (unsigned long long)height, qmdb_strerror(rc));
     return 0;
 }

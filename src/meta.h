@@ -25,12 +25,26 @@
  *          +48 8  first unpruned twig id
  *          +56 8  reserved (0)     +64 32 shard root
  *   1640   4    CRC-32C of bytes [0, 1640)
- *   2048   1644 a second copy of bytes [0, 1644) (added for issue 5: a damaged byte in the
- *                newest slot used to roll the database back one block; now the other copy is
- *                used. A torn write that spoils both copies still falls back to the other
- *                slot. Readers that ignore the copy read the same database.)
- * The rest of the slot is zero. File `ROOTS` holds the state root of every height h at offset
- * 32*h; it is fsynced before the slot that commits H records it (ROOTS size = 32*(H+1)).
+ *   2048   1644 a second copy of bytes [0, 1644): a damaged byte in one copy loses nothing,
+ *                the other copy is used. Within a slot the copy with the higher sequence wins.
+ * The rest of the slot is zero.
+ *
+ * Damage versus a torn write (the rule qm_meta_load applies; docs/RELIABILITY.md). Commit k
+ * writes sequence k into slot k % 2 with one 4096-byte write of both copies, so a crash
+ * during it leaves a prefix of the new bytes over the old record: at least one copy is still
+ * valid (the new one if the prefix covers copy one, else the old copy two). Therefore:
+ *   - the newest valid sequence n decides; the other slot must hold n - 1;
+ *   - the one exception is a new database: n = 0 in slot 0, slot 1 never written;
+ *   - a slot that is blank (all zero), missing (file too short) or has no valid copy while
+ *     the other slot holds n >= 1 is damage, not "never written": that slot held n - 1 or
+ *     n + 1, and the latter would be a committed block that opening n would silently drop.
+ *     qm_meta_load refuses with QMDB_CORRUPT naming the file and offset, unless `salvage` is
+ *     set (QMDB_OPEN_SALVAGE), which accepts n; a writable salvage open then rewrites the
+ *     damaged slot with the next sequence, same height.
+ *   - a valid other slot whose sequence is not n - 1 is a stale or misplaced record: damage.
+ * File `ROOTS` holds one 40-byte record per height h at offset 40*h (db.c): the state root
+ * of h (32 bytes), CRC-32C of (h as u64 LE || root) (4 bytes LE), 4 zero bytes. It is
+ * fsynced before the slot that commits H records it (ROOTS size = 40*(H+1)).
  *
  * Thread: the committing thread only.
  */
@@ -42,6 +56,7 @@
 #define QM_META_SLOT 4096u
 #define QM_META_LEN 1644u
 #define QM_META_COPY 2048u /* offset of the second copy inside a slot */
+#define QM_ROOTS_REC 40u   /* one ROOTS record */
 
 typedef struct qm_shard_meta {
     u64 next_sn, sn_start, sn_start_pos, live;
@@ -64,9 +79,23 @@ QM_HIDDEN void qm_meta_encode(const qm_meta *m, u8 *buf);
 /* Decodes and validates one slot; QMDB_CORRUPT if invalid, QMDB_VERSION_MISMATCH if newer. */
 QM_HIDDEN int qm_meta_decode(const u8 *buf, size_t len, qm_meta *m);
 
-/* Reads META in dir and picks the newest valid slot. QMDB_NOTADB if the file is missing. */
-QM_HIDDEN int qm_meta_load(const char *dir, qm_meta *m, qm_err *err);
+/* Reads META in dir and picks the newest valid slot under the damage rule above (salvage:
+ * accept the newest valid slot whatever the other holds). QMDB_NOTADB if the file is
+ * missing, QMDB_CORRUPT on damage, QMDB_VERSION_MISMATCH for an intact record of another
+ * format. */
+QM_HIDDEN int qm_meta_load(const char *dir, bool salvage, qm_meta *m, qm_err *err);
 /* Writes m (its seq decides the slot) and fsyncs. Creates META if needed. */
 QM_HIDDEN int qm_meta_store(const char *dir, int *fd, const qm_meta *m, qm_err *err);
+
+/* ROOTS records (format above). */
+QM_HIDDEN void qm_roots_encode(u64 height, const u8 root[32], u8 rec[QM_ROOTS_REC]);
+/* QMDB_CORRUPT unless rec is the intact record of height (CRC and padding). */
+QM_HIDDEN int qm_roots_decode(u64 height, const u8 rec[QM_ROOTS_REC], u8 root[32]);
+/* Reads and checks the root of height from the ROOTS file fd of dir (errors name the file
+ * and offset). */
+QM_HIDDEN int qm_roots_read(int fd, const char *dir, u64 height, u8 root[32], qm_err *err);
+/* Writes the record of height and fsyncs. */
+QM_HIDDEN int qm_roots_store(int fd, const char *dir, u64 height, const u8 root[32],
+                             qm_err *err);
 
 #endif /* QM_META_H */

@@ -35,7 +35,9 @@ static void
 usage(void)
 {
     fprintf(stderr,
-            "usage: qmdb [--indexer memory|hybrid] COMMAND ...\n"
+            "usage: qmdb [--indexer memory|hybrid] [--salvage] COMMAND ...\n"
+            "  (--salvage: open although one META slot is damaged, at the older height; a\n"
+            "   writing command then repairs the slot. Blocks after that height are lost.)\n"
             "  qmdb init DIR [--compact-thres N] [--utilization R/D] [--history-blocks N]\n"
             "                [--entry-segment-bytes N]\n"
             "  qmdb apply DIR SCRIPT\n"
@@ -111,13 +113,15 @@ parse_u64(const char *s, uint64_t *out)
 
 /* --indexer memory|hybrid (before the command): the indexer of every open. */
 static uint32_t g_indexer = QMDB_INDEXER_MEMORY;
+/* --salvage (before the command): open although a META slot is damaged (QMDB_OPEN_SALVAGE). */
+static bool g_salvage;
 
 static int
 open_db(const char *dir, uint32_t flags, qmdb_db **db)
 {
     qmdb_options o;
     qmdb_options_init(&o);
-    o.flags = flags;
+    o.flags = flags | (g_salvage ? QMDB_OPEN_SALVAGE : 0);
     o.indexer = g_indexer;
     /* A read-only command with the hybrid indexer resumes it from the checkpoint the last
      * writer left (a verifying read-only open would rebuild it in DRAM instead). */
@@ -695,7 +699,13 @@ main(int argc, char **argv)
         usage();
         return EXIT_USAGE;
     }
-    if (strcmp(argv[1], "--indexer") == 0) {
+    while (argc >= 2 && (strcmp(argv[1], "--indexer") == 0 || strcmp(argv[1], "--salvage") == 0)) {
+        if (strcmp(argv[1], "--salvage") == 0) {
+            g_salvage = true;
+            argc -= 1;
+            argv += 1;
+            continue;
+        }
         if (argc < 3 || (strcmp(argv[2], "memory") != 0 && strcmp(argv[2], "hybrid") != 0)) {
             fprintf(stderr, "qmdb: --indexer wants 'memory' or 'hybrid'\n");
             return EXIT_USAGE;
@@ -703,10 +713,10 @@ main(int argc, char **argv)
         g_indexer = strcmp(argv[2], "hybrid") == 0 ? QMDB_INDEXER_HYBRID : QMDB_INDEXER_MEMORY;
         argc -= 2;
         argv += 2;
-        if (argc < 2) {
-            usage();
-            return EXIT_USAGE;
-        }
+    }
+    if (argc < 2) {
+        usage();
+        return EXIT_USAGE;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--version") == 0) {

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../test.h"
@@ -335,14 +336,160 @@ test_recovery_and_corruption(void)
     flip_byte(f, 4096 + 30);
     flip_byte(f, 2048 + 30);
     flip_byte(f, 4096 + 2048 + 30);
-    /* ROOTS damaged at the latest height: detected. */
+    /* ROOTS damaged at the latest height: detected at open. (40-byte records, FORMAT.md.) */
     snprintf(f, sizeof(f), "%s/ROOTS", dir);
-    flip_byte(f, 32 * (off_t)qmdb_height(ref) + 3);
+    flip_byte(f, 40 * (off_t)qmdb_height(ref) + 3);
     CHECK_RC(qmdb_open(dir, NULL, &bad), QMDB_CORRUPT);
-    flip_byte(f, 32 * (off_t)qmdb_height(ref) + 3);
+    flip_byte(f, 40 * (off_t)qmdb_height(ref) + 3);
+    /* An older height's record damaged (root bytes or its CRC): qmdb_root of that height
+     * and qmdb_check report it, other heights still answer. */
+    for (off_t at = 5; at < 40; at += 30) {
+        flip_byte(f, 40 * 2 + at);
+        a = reopen(dir, NULL, QMDB_OPEN_RDONLY);
+        CHECK_RC(qmdb_root(a, 2, tmp), QMDB_CORRUPT);
+        CHECK(strstr(qmdb_last_error(a), "ROOTS") && strstr(qmdb_last_error(a), "offset 80"));
+        CHECK_OK(qmdb_root(a, 1, tmp));
+        CHECK_OK(qmdb_close(a));
+        uint64_t problems = 0;
+        CHECK_RC(qmdb_check(dir, NULL, NULL, &problems), QMDB_CORRUPT);
+        CHECK_EQ_U64(problems, 1);
+        flip_byte(f, 40 * 2 + at);
+    }
     a = reopen(dir, NULL, 0);
     CHECK_OK(qmdb_close(a));
     CHECK_OK(qmdb_close(ref));
+}
+
+/* Writes len zero bytes at off (len 0: truncates the file to off). */
+static void
+zero_range(const char *file, off_t off, size_t len)
+{
+    int fd = open(file, O_RDWR);
+    REQUIRE(fd >= 0);
+    static const unsigned char z[4096];
+    if (len == 0)
+        CHECK(ftruncate(fd, off) == 0);
+    else
+        CHECK(pwrite(fd, z, len, off) == (ssize_t)len);
+    close(fd);
+}
+
+/* The newest META slot wiped or truncated away: open refuses (it used to open the previous
+ * height and then accept a different block there: a fork); check reports it; a salvage open
+ * is explicit, opens the older height, and a writable one repairs the slot. */
+static void
+test_meta_damage(void)
+{
+    char dir[256], dref[256], f[512];
+    path(dir, sizeof(dir), "metadmg");
+    path(dref, sizeof(dref), "metadmg-ref");
+    CHECK_OK(qmdb_create(dir, NULL));
+    CHECK_OK(qmdb_create(dref, NULL));
+    qmdb_db *a = reopen(dir, NULL, 0), *ref = reopen(dref, NULL, 0), *bad = NULL;
+    random_blocks(a, ref, 6, 300, 1000);
+    uint64_t h = qmdb_height(a);
+    uint8_t prev[32], tmp[32];
+    CHECK_OK(qmdb_root(a, h - 1, prev));
+    CHECK_OK(qmdb_close(a));
+    snprintf(f, sizeof(f), "%s/META", dir);
+    /* Wiping either slot is refused: the newest one holds height h, and the other one's
+     * loss cannot be told from the loss of a newer record. */
+    unsigned char save[8192];
+    int fd = open(f, O_RDONLY);
+    REQUIRE(fd >= 0);
+    CHECK(pread(fd, save, sizeof(save), 0) == (ssize_t)sizeof(save));
+    close(fd);
+    for (int slot = 0; slot < 2; slot++) {
+        zero_range(f, slot * 4096, 4096);
+        CHECK_RC(qmdb_open(dir, NULL, &bad), QMDB_CORRUPT);
+        CHECK(strstr(qmdb_open_error(), "META") && strstr(qmdb_open_error(), "blank"));
+        uint64_t problems = 0;
+        CHECK_RC(qmdb_check(dir, NULL, NULL, &problems), QMDB_CORRUPT);
+        CHECK(problems >= 1);
+        fd = open(f, O_WRONLY);
+        CHECK(pwrite(fd, save, sizeof(save), 0) == (ssize_t)sizeof(save));
+        close(fd);
+    }
+    /* Truncated away. */
+    zero_range(f, 4096, 0);
+    CHECK_RC(qmdb_open(dir, NULL, &bad), QMDB_CORRUPT);
+    CHECK(strstr(qmdb_open_error(), "missing") != NULL);
+    fd = open(f, O_WRONLY);
+    CHECK(pwrite(fd, save, sizeof(save), 0) == (ssize_t)sizeof(save));
+    close(fd);
+    a = reopen(dir, NULL, QMDB_OPEN_RDONLY);
+    CHECK_EQ_U64(qmdb_height(a), h);
+    CHECK_OK(qmdb_close(a));
+    /* Wipe the slot that holds the newest record: salvage opens height h - 1 only when asked,
+     * and a writable salvage open repairs META so that a plain open works again. */
+    int newest = -1;
+    for (int slot = 0; slot < 2 && newest < 0; slot++) {
+        zero_range(f, slot * 4096, 4096);
+        a = reopen(dir, NULL, QMDB_OPEN_RDONLY | QMDB_OPEN_SALVAGE);
+        if (qmdb_height(a) == h - 1)
+            newest = slot;
+        CHECK_OK(qmdb_close(a));
+        if (newest < 0) {
+            fd = open(f, O_WRONLY);
+            CHECK(pwrite(fd, save, sizeof(save), 0) == (ssize_t)sizeof(save));
+            close(fd);
+        }
+    }
+    REQUIRE(newest >= 0);
+    a = reopen(dir, NULL, QMDB_OPEN_SALVAGE);
+    CHECK_EQ_U64(qmdb_height(a), h - 1);
+    CHECK_OK(qmdb_root(a, UINT64_MAX, tmp));
+    CHECK_MEM(tmp, prev, 32);
+    CHECK_OK(qmdb_close(a));
+    a = reopen(dir, NULL, 0);
+    CHECK_EQ_U64(qmdb_height(a), h - 1);
+    uint64_t problems = 9;
+    CHECK_OK(qmdb_close(a));
+    CHECK_RC(qmdb_check(dir, NULL, NULL, &problems), 0);
+    CHECK_EQ_U64(problems, 0);
+    CHECK_OK(qmdb_close(ref));
+}
+
+/* The writer's exclusion holds even if files in the directory are deleted or replaced
+ * (a LOCK file could be deleted under a running writer, letting a second writer in). */
+static void
+test_lock(void)
+{
+    char dir[256], f[512];
+    path(dir, sizeof(dir), "lock");
+    CHECK_OK(qmdb_create(dir, NULL));
+    qmdb_db *a = reopen(dir, NULL, 0), *b = NULL;
+    snprintf(f, sizeof(f), "%s/LOCK", dir);
+    unlink(f);
+    int fd = open(f, O_RDWR | O_CREAT, 0644);
+    if (fd >= 0)
+        close(fd);
+    unlink(f);
+    CHECK_RC(qmdb_open(dir, NULL, &b), QMDB_BUSY);
+    CHECK(b == NULL);
+    qmdb_options o;
+    qmdb_options_init(&o);
+    o.flags = QMDB_OPEN_RDONLY;
+    CHECK_RC(qmdb_open(dir, &o, &b), QMDB_BUSY);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        qmdb_db *c = NULL;
+        _exit(qmdb_open(dir, NULL, &c) == QMDB_BUSY ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_OK(qmdb_close(a));
+    /* Readers share: two read-only handles at once, and the writer waits for both. */
+    a = reopen(dir, NULL, QMDB_OPEN_RDONLY);
+    b = reopen(dir, NULL, QMDB_OPEN_RDONLY);
+    qmdb_db *w = NULL;
+    CHECK_RC(qmdb_open(dir, NULL, &w), QMDB_BUSY);
+    CHECK_OK(qmdb_close(a));
+    CHECK_OK(qmdb_close(b));
+    w = reopen(dir, NULL, 0);
+    CHECK_OK(qmdb_close(w));
 }
 
 int
@@ -352,6 +499,8 @@ main(void)
     test_basic_and_bad_input();
     test_prune_keeps_roots();
     test_recovery_and_corruption();
+    test_meta_damage();
+    test_lock();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
     CHECK(system(cmd) == 0);

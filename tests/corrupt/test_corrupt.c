@@ -238,8 +238,10 @@ run_flips(long n)
     CHECK(total_det > n / 2);
     /* The database is intact again after all the restores. */
     CHECK_RC(qmdb_check(dir, NULL, NULL, &problems), 0);
-    /* Both copies of the newest META slot damaged (as by a torn write), opened read-write:
-     * recovery to H-1, then block H again gives the same root. */
+    /* Both copies of the newest META slot damaged: a torn write always leaves one copy
+     * valid, so this is damage that may have cost the newest block. A plain open refuses
+     * (QMDB_CORRUPT naming META and the offset); a salvage open, read-write, recovers to
+     * H-1, and block H again gives the same root. */
     char meta[600];
     snprintf(meta, sizeof(meta), "%s/META", dir);
     xor_byte(meta, (height & 1) * 4096 + 30, 0x40);
@@ -247,6 +249,9 @@ run_flips(long n)
     qmdb_options o;
     wl_options(&o);
     qmdb_db *db = NULL;
+    CHECK_RC(qmdb_open(dir, &o, &db), QMDB_CORRUPT);
+    CHECK(strstr(qmdb_open_error(), "META") && strstr(qmdb_open_error(), "offset"));
+    o.flags |= QMDB_OPEN_SALVAGE;
     REQUIRE(qmdb_open(dir, &o, &db) == 0);
     CHECK_EQ_U64(qmdb_height(db), height - 1);
     CHECK_EQ_U64(wl_model_diff(db, &model_prev, "META rollback"), 0);
@@ -347,22 +352,35 @@ run_check(void)
     /* The older META slot: open uses the newer one, check still reports the damage. */
     expect_check_fails("META", ((height - 1) & 1) * 4096 + 100, 0x04, "META");
     expect_check_fails("META", (height & 1) * 4096 + 100, 0x04, "META");
-    expect_check_fails("ROOTS", 32 * height + 3, 0x08, "ROOTS");
+    expect_check_fails("ROOTS", 40 * height + 3, 0x08, "ROOTS");
+    /* A historical ROOTS record (40 bytes each, FORMAT.md), zeroed or with one flipped bit in
+     * its root or in its CRC: check names it, and qmdb_root of that height refuses it. */
+    expect_check_fails("ROOTS", 40 * 5 + 7, 0x01, "height 5");
+    expect_check_fails("ROOTS", 40 * 5 + 33, 0x10, "height 5");
     {
-        /* A zeroed historical ROOTS record. */
         char p[600];
         snprintf(p, sizeof(p), "%s/ROOTS", dir);
         int fd = open(p, O_RDWR);
         REQUIRE(fd >= 0);
         unsigned char save[32], zero[32] = {0};
-        REQUIRE(pread(fd, save, 32, 32 * 5) == 32);
-        REQUIRE(pwrite(fd, zero, 32, 32 * 5) == 32);
+        REQUIRE(pread(fd, save, 32, 40 * 5) == 32);
+        REQUIRE(pwrite(fd, zero, 32, 40 * 5) == 32);
         c.text[0] = '\0';
         c.n = 0;
         CHECK_RC(qmdb_check(dir, collect, &c, &problems), QMDB_CORRUPT);
         CHECK(strstr(c.text, "ROOTS") && strstr(c.text, "height 5"));
         printf("  ROOTS record 5 zeroed -> %s", c.text);
-        REQUIRE(pwrite(fd, save, 32, 32 * 5) == 32);
+        qmdb_options ro;
+        qmdb_options_init(&ro);
+        ro.flags = QMDB_OPEN_RDONLY;
+        qmdb_db *h5 = NULL;
+        REQUIRE(qmdb_open(dir, &ro, &h5) == 0);
+        unsigned char r5[32];
+        CHECK_RC(qmdb_root(h5, 5, r5), QMDB_CORRUPT);
+        CHECK(strstr(qmdb_last_error(h5), "ROOTS") != NULL);
+        CHECK_OK(qmdb_root(h5, 4, r5));
+        qmdb_close(h5);
+        REQUIRE(pwrite(fd, save, 32, 40 * 5) == 32);
         close(fd);
     }
     /* In memory: an index record removed (indexer vs ActiveBits, and the chain breaks). */

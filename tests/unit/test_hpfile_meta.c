@@ -130,27 +130,106 @@ test_meta(void)
     m.seq = 7;
     m.height = 42;
     CHECK_OK(qm_meta_store(dir, &fd, &m, &err));
-    CHECK_OK(qm_meta_load(dir, &r, &err));
+    CHECK_OK(qm_meta_load(dir, false, &r, &err));
     CHECK_EQ_U64(r.height, 42);
     unsigned char junk[100];
     memset(junk, 0xee, sizeof(junk));
     /* One damaged copy of the newest slot: its second copy is used (meta.h). */
     CHECK(pwrite(fd, junk, sizeof(junk), QM_META_SLOT + 200) == (ssize_t)sizeof(junk));
-    CHECK_OK(qm_meta_load(dir, &r, &err));
+    CHECK_OK(qm_meta_load(dir, false, &r, &err));
     CHECK_EQ_U64(r.height, 42);
-    /* Both copies damaged (a torn write): the older slot wins. */
+    /* Both copies of the newest slot damaged: not a torn write (a torn write leaves one
+     * copy valid), so the newest commit may be lost: refused, unless salvaging. */
     CHECK(pwrite(fd, junk, sizeof(junk), QM_META_SLOT + QM_META_COPY + 200) ==
           (ssize_t)sizeof(junk));
-    CHECK_OK(qm_meta_load(dir, &r, &err));
+    CHECK_RC(qm_meta_load(dir, false, &r, &err), QMDB_CORRUPT);
+    CHECK(strstr(err.msg, "META") && strstr(err.msg, "offset 4096"));
+    CHECK_OK(qm_meta_load(dir, true, &r, &err));
     CHECK_EQ_U64(r.height, 41);
-    CHECK(pwrite(fd, junk, sizeof(junk), 300) == (ssize_t)sizeof(junk));
-    CHECK(pwrite(fd, junk, sizeof(junk), QM_META_COPY + 300) == (ssize_t)sizeof(junk));
-    CHECK_RC(qm_meta_load(dir, &r, &err), QMDB_CORRUPT);
-    CHECK(strstr(err.msg, "META") != NULL);
+    /* The newest slot zeroed, or truncated away: refused too (this was a silent rollback). */
+    static unsigned char zero[QM_META_SLOT];
+    CHECK(pwrite(fd, zero, sizeof(zero), QM_META_SLOT) == (ssize_t)sizeof(zero));
+    CHECK_RC(qm_meta_load(dir, false, &r, &err), QMDB_CORRUPT);
+    CHECK(strstr(err.msg, "blank") && strstr(err.msg, "offset 4096"));
+    CHECK_OK(ftruncate(fd, QM_META_SLOT));
+    CHECK_RC(qm_meta_load(dir, false, &r, &err), QMDB_CORRUPT);
+    CHECK(strstr(err.msg, "missing") != NULL);
+    CHECK_OK(qm_meta_load(dir, true, &r, &err));
+    CHECK_EQ_U64(r.height, 41);
+    /* A torn write of the next commit (seq 7 over seq 5 in slot 1): any prefix, at byte or
+     * sector granularity, leaves a loadable database at height 41 or 42, never refused. */
+    unsigned char old5[QM_META_SLOT], new7[QM_META_SLOT], torn[QM_META_SLOT];
+    m.seq = 5;
+    m.height = 40;
+    qm_meta_encode(&m, old5);
+    m.seq = 7;
+    m.height = 42;
+    qm_meta_encode(&m, new7);
+    for (unsigned cut = 0; cut <= QM_META_SLOT; cut++) {
+        memcpy(torn, new7, cut);
+        memcpy(torn + cut, old5 + cut, QM_META_SLOT - cut);
+        CHECK(pwrite(fd, torn, sizeof(torn), QM_META_SLOT) == (ssize_t)sizeof(torn));
+        CHECK_OK(qm_meta_load(dir, false, &r, &err));
+        CHECK(r.height == (cut >= QM_META_LEN ? 42u : 41u));
+    }
+    /* A stale record (seq 3 beside seq 6): not consecutive, refused. */
+    m.seq = 3;
+    m.height = 38;
+    qm_meta_encode(&m, torn);
+    CHECK(pwrite(fd, torn, sizeof(torn), QM_META_SLOT) == (ssize_t)sizeof(torn));
+    CHECK_RC(qm_meta_load(dir, false, &r, &err), QMDB_CORRUPT);
+    CHECK(strstr(err.msg, "stale") != NULL);
+    /* A new database: seq 0 in slot 0 and slot 1 never written (missing, or a torn first
+     * write over nothing) is fine. */
+    m.seq = 0;
+    m.height = 0;
+    qm_meta_encode(&m, torn);
+    CHECK(pwrite(fd, torn, sizeof(torn), 0) == (ssize_t)sizeof(torn));
+    CHECK_OK(ftruncate(fd, QM_META_SLOT));
+    CHECK_OK(qm_meta_load(dir, false, &r, &err));
+    CHECK_EQ_U64(r.height, 0);
+    memset(torn, 0, sizeof(torn));
+    memcpy(torn, new7, 1000);
+    CHECK(pwrite(fd, torn, sizeof(torn), QM_META_SLOT) == (ssize_t)sizeof(torn));
+    CHECK_OK(qm_meta_load(dir, false, &r, &err));
+    CHECK_EQ_U64(r.height, 0);
+    /* Slot 0 (seq 0) wiped while slot 1 holds seq 1: refused. */
+    m.seq = 1;
+    m.height = 1;
+    qm_meta_encode(&m, torn);
+    CHECK(pwrite(fd, torn, sizeof(torn), QM_META_SLOT) == (ssize_t)sizeof(torn));
+    CHECK(pwrite(fd, zero, sizeof(zero), 0) == (ssize_t)sizeof(zero));
+    CHECK_RC(qm_meta_load(dir, false, &r, &err), QMDB_CORRUPT);
+    /* An intact record of another format version is a version mismatch; a damaged version
+     * field is damage. */
+    m.seq = 2;
+    m.height = 2;
+    qm_meta_encode(&m, torn);
+    qm_put_u32le(torn + 8, 1);
+    qm_put_u32le(torn + QM_META_LEN - 4, qm_crc32c(0, torn, QM_META_LEN - 4));
+    CHECK_RC(qm_meta_decode(torn, sizeof(torn), &r), QMDB_VERSION_MISMATCH);
+    qm_put_u32le(torn + QM_META_LEN - 4, 0);
+    CHECK_RC(qm_meta_decode(torn, sizeof(torn), &r), QMDB_CORRUPT);
+    close(fd);
+
+    /* ROOTS records: round trip; a flipped bit anywhere, or the record of another height,
+     * fails. */
+    unsigned char rec[QM_ROOTS_REC], rt[32], back[32];
+    for (unsigned i = 0; i < 32; i++)
+        rt[i] = (unsigned char)(i * 7 + 1);
+    qm_roots_encode(77, rt, rec);
+    CHECK_OK(qm_roots_decode(77, rec, back));
+    CHECK_MEM(back, rt, 32);
+    CHECK_RC(qm_roots_decode(78, rec, back), QMDB_CORRUPT);
+    for (unsigned i = 0; i < QM_ROOTS_REC * 8; i++) {
+        rec[i / 8] ^= (unsigned char)(1u << (i % 8));
+        CHECK_RC(qm_roots_decode(77, rec, back), QMDB_CORRUPT);
+        rec[i / 8] ^= (unsigned char)(1u << (i % 8));
+    }
     close(fd);
     char empty[] = "/tmp/qmdb-test-nometaXXXXXX";
     REQUIRE(mkdtemp(empty));
-    CHECK_RC(qm_meta_load(empty, &r, &err), QMDB_NOTADB);
+    CHECK_RC(qm_meta_load(empty, false, &r, &err), QMDB_NOTADB);
     rmdir(empty);
 }
 
