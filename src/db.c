@@ -479,7 +479,8 @@ qmdb_create(const char *dir, const qmdb_options *opt)
     QM_TRY(qm_io_fsync_dir(dir));
 out:
     if (rc)
-        snprintf(open_error, sizeof(open_error), "%s", db->err.msg[0] ? db->err.msg : qmdb_strerror(rc));
+        snprintf(open_error, sizeof(open_error), "%s",
+                 db->err.msg[0] ? db->err.msg : qmdb_strerror(rc));
     db_free(db);
     return rc;
 fail_early:
@@ -583,12 +584,17 @@ qmdb_close(qmdb_db *db)
     }
     /* Hybrid indexer: a checkpoint of the committed state, so the next open skips the log
      * scan. Only when every applied block is durable; a failure costs the next open a
-     * rebuild, never data. */
+     * rebuild, never data: QMDB_NO_CHECKPOINT, the cause in open_error. */
     int rc = 0;
-    if (!db->par.rdonly && db->par.hybrid && !db_fatal(db) && db->submitted == db->meta.height)
+    if (!db->par.rdonly && db->par.hybrid && !db_fatal(db) && db->submitted == db->meta.height) {
+        db->err.msg[0] = '\0';
         rc = qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_checkpoint, db);
+    }
+    if (rc)
+        snprintf(open_error, sizeof(open_error), "%s",
+                 db->err.msg[0] ? db->err.msg : qmdb_strerror(rc));
     db_free(db);
-    return rc;
+    return rc ? QMDB_NO_CHECKPOINT : 0;
 }
 
 const char *
@@ -940,6 +946,7 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
         st->live_with_sentries += s->live;
         st->total_entries += s->tree.next_sn;
         st->unpruned_entries += s->tree.next_sn - (s->tree.first_twig << QM_TWIG_SHIFT);
+        st->pruned_twigs += db->meta.shard[i].first_twig; /* twigs 0.., durable */
         st->index_dram_bytes += qm_ix_dram_bytes(&s->index);
         if (s->index.hyb) {
             st->cache_dram_bytes += qm_hix_memo_bytes(s->index.hyb);
@@ -968,7 +975,6 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
     st->live_entries = st->live_with_sentries - QM_SHARD_COUNT * QM_SENTRIES_PER_SHARD;
     st->ssd_bytes = st->entry_file_bytes + st->twig_file_bytes + st->index_ssd_bytes +
                     32 * (db->meta.height + 1) + 2 * QM_META_SLOT;
-    st->pruned_twigs = db->pruned_twigs;
     st->compact_thres = db->par.compact_thres;
     st->utilization_ratio = db->par.util_ratio;
     st->utilization_div = db->par.util_div;
