@@ -61,7 +61,9 @@ extern "C" {
     X(QMDB_PRUNED, -30909, "requested history has been pruned")                              \
     X(QMDB_BAD_PROOF, -30910, "proof is invalid")                                             \
     X(QMDB_TOO_MANY, -30911, "too many transactions or operations")                           \
-    X(QMDB_BUSY, -30912, "database is locked by another process")
+    X(QMDB_BUSY, -30912, "database is locked by another process")                             \
+    X(QMDB_NO_CHECKPOINT, -30913,                                                              \
+      "every committed block is durable; only the index checkpoint was not written")
 
 enum {
     QMDB_OK = 0,
@@ -161,11 +163,19 @@ QMDB_API int qmdb_create(const char *dir, const qmdb_options *opt);
  */
 QMDB_API int qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out);
 
-/** Detail of the last failed qmdb_open/qmdb_create in this thread (static buffer). */
+/** Detail of the last failed qmdb_open/qmdb_create in this thread (static buffer); also of
+ *  the cause after qmdb_close returned QMDB_NO_CHECKPOINT. */
 QMDB_API const char *qmdb_open_error(void);
 
-/** Closes the handle (NULL is allowed). Nothing uncommitted is kept. Returns the first
- *  error met while releasing resources, normally 0. */
+/**
+ * Closes the handle (NULL is allowed). Nothing uncommitted is kept; every block that
+ * qmdb_commit (or qmdb_wait) reported committed stays durable whatever this returns.
+ * Returns 0, or QMDB_NO_CHECKPOINT when the hybrid indexer's checkpoint (written here, see
+ * QMDB_INDEXER_HYBRID) could not be written, for instance on a full disk: every committed
+ * block is durable; only the checkpoint was not written, so the next open rebuilds the index
+ * from the log. qmdb_open_error() then names the cause (file and errno). Do not retry blocks
+ * because of it.
+ */
 QMDB_API int qmdb_close(qmdb_db *db);
 
 /** Detail of the latest failure on db ("" if none). Valid until the next call on db. */
@@ -300,7 +310,8 @@ typedef struct qmdb_stats {
     uint64_t compactions;        /**< compaction steps done since open */
     uint64_t warm_hits;          /**< entry reads served from entries that qmdb_get fetched
                                       for the next block (log reads saved), since open */
-    uint64_t pruned_twigs;       /**< twigs pruned (all shards) */
+    uint64_t pruned_twigs;       /**< twigs pruned (all shards), from the durable metadata:
+                                      the count survives reopening */
     uint64_t batched_reads;      /**< reads issued in batches by the prefetcher and
                                       qmdb_get_many: entries, and with the hybrid indexer the
                                       index pages not in the page cache */

@@ -63,7 +63,6 @@ struct qmdb_db {
     qm_err err;
     qm_shard shard[QM_SHARD_COUNT];
     qm_changeset cs;
-    u64 pruned_twigs;
     struct qm_proof_cache *proof_cache; /* proofs: history cache (proof.c), lazily built */
     qm_pool *cpu_pool; /* apply + hash of independent shards (one worker per extra core) */
     qm_pool *io_pool;  /* concurrent fsyncs: many files, one device flush */
@@ -399,11 +398,8 @@ db_apply_prunes(qmdb_db *db)
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
         ft[s] = db->meta.shard[s].first_twig;
     pthread_mutex_unlock(&db->mu);
-    for (unsigned s = 0; s < QM_SHARD_COUNT; s++) {
-        u64 before = db->shard[s].tree.first_twig;
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
         (void)qm_shard_after_commit(&db->shard[s], ft[s]);
-        db->pruned_twigs += db->shard[s].tree.first_twig - before;
-    }
 }
 
 /* Writes every shard's buffers out and takes the tickets of block h (create, prune). */
@@ -486,7 +482,8 @@ qmdb_create(const char *dir, const qmdb_options *opt)
     QM_TRY(qm_io_fsync_dir(dir));
 out:
     if (rc)
-        snprintf(open_error, sizeof(open_error), "%s", db->err.msg[0] ? db->err.msg : qmdb_strerror(rc));
+        snprintf(open_error, sizeof(open_error), "%s",
+                 db->err.msg[0] ? db->err.msg : qmdb_strerror(rc));
     db_free(db);
     return rc;
 fail_early:
@@ -600,12 +597,17 @@ qmdb_close(qmdb_db *db)
     }
     /* Hybrid indexer: a checkpoint of the committed state, so the next open skips the log
      * scan. Only when every applied block is durable; a failure costs the next open a
-     * rebuild, never data. */
+     * rebuild, never data: QMDB_NO_CHECKPOINT, the cause in open_error. */
     int rc = 0;
-    if (!db->par.rdonly && db->par.hybrid && !db_fatal(db) && db->submitted == db->meta.height)
+    if (!db->par.rdonly && db->par.hybrid && !db_fatal(db) && db->submitted == db->meta.height) {
+        db->err.msg[0] = '\0';
         rc = qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_checkpoint, db);
+    }
+    if (rc)
+        snprintf(open_error, sizeof(open_error), "%s",
+                 db->err.msg[0] ? db->err.msg : qmdb_strerror(rc));
     db_free(db);
-    return rc;
+    return rc ? QMDB_NO_CHECKPOINT : 0;
 }
 
 const char *
@@ -953,6 +955,7 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
         st->live_with_sentries += s->live;
         st->total_entries += s->tree.next_sn;
         st->unpruned_entries += s->tree.next_sn - (s->tree.first_twig << QM_TWIG_SHIFT);
+        st->pruned_twigs += db->meta.shard[i].first_twig; /* twigs 0.., durable */
         st->index_dram_bytes += qm_ix_dram_bytes(&s->index);
         if (s->index.hyb) {
             st->cache_dram_bytes += qm_hix_memo_bytes(s->index.hyb);
@@ -981,7 +984,6 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
     st->live_entries = st->live_with_sentries - QM_SHARD_COUNT * QM_SENTRIES_PER_SHARD;
     st->ssd_bytes = st->entry_file_bytes + st->twig_file_bytes + st->index_ssd_bytes +
                     QM_ROOTS_REC * (db->meta.height + 1) + 2 * QM_META_SLOT;
-    st->pruned_twigs = db->pruned_twigs;
     st->compact_thres = db->par.compact_thres;
     st->utilization_ratio = db->par.util_ratio;
     st->utilization_div = db->par.util_div;

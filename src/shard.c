@@ -537,7 +537,10 @@ qm_shard_plan_prune(qm_shard *s, u64 height)
     u64 id = QM_MAX(t->first_twig, s->pending_first_twig);
     while (id < youngest) {
         const qm_twig *tw = &t->twigs[id];
-        if (tw->nactive != 0 || tw->deact_height + s->par->history_blocks > height)
+        /* Kept while height - deact_height < history_blocks (no overflow for a huge
+         * history_blocks, which must keep everything). */
+        if (tw->nactive != 0 || tw->deact_height > height ||
+            height - tw->deact_height < s->par->history_blocks)
             break;
         id++; /* Invariant (4) */
     }

@@ -16,8 +16,10 @@
  *                                (prints "valid", or "invalid: <reason>" and exits 4)
  *
  * Exit codes: 0 success; 1 not found; 2 usage error or bad input; 3 database or I/O error;
- * 4 proof does not verify.
+ * 4 proof does not verify. A hybrid-indexer checkpoint that could not be written at close
+ * (QMDB_NO_CHECKPOINT) is a warning on stderr, not a failure: every printed height is durable.
  * Keys and values on the command line are hex (optionally 0x-prefixed); --str takes text.
+ * Numbers (heights, N, R/D) are unsigned decimal: digits only, no blanks or sign, 64 bits.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -97,18 +99,77 @@ print_hex(const unsigned char *p, size_t n)
         printf("%02x", p[i]);
 }
 
+/* A number argument of option `opt`: digits only (script_parse_u64), at most max. Prints
+ * why and returns false otherwise. */
 static bool
-parse_u64(const char *s, uint64_t *out)
+arg_u64(const char *cmd, const char *opt, const char *s, uint64_t max, uint64_t *out)
 {
-    if (!s || !*s || *s == '-')
+    uint64_t v;
+    if (!s) {
+        fprintf(stderr, "qmdb %s: %s needs a value\n", cmd, opt);
         return false;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end)
+    }
+    if (!script_parse_u64(s, strlen(s), &v)) {
+        fprintf(stderr,
+                "qmdb %s: %s wants an unsigned decimal number (digits only, below 2^64), got "
+                "'%s'\n",
+                cmd, opt, s);
         return false;
+    }
+    if (v > max) {
+        fprintf(stderr, "qmdb %s: %s %s is too large (at most %" PRIu64 ")\n", cmd, opt, s, max);
+        return false;
+    }
     *out = v;
     return true;
+}
+
+/* A block height (UINT64_MAX means "latest" in the API, so it is no height). */
+static bool
+arg_height(const char *cmd, const char *s, uint64_t *out)
+{
+    return arg_u64(cmd, "--height", s, UINT64_MAX - 1, out);
+}
+
+/* --utilization R/D: the engine compacts a shard once live/total <= R/D; a ratio above 1
+ * would mean the same as 1/1, so only 1 <= R <= D (both 32-bit) is accepted. */
+static bool
+arg_utilization(const char *s, uint32_t *ratio, uint32_t *div)
+{
+    if (!s) {
+        fprintf(stderr, "qmdb init: --utilization needs a value\n");
+        return false;
+    }
+    const char *slash = strchr(s, '/');
+    uint64_t r, d;
+    if (!slash || !script_parse_u64(s, (size_t)(slash - s), &r) ||
+        !script_parse_u64(slash + 1, strlen(slash + 1), &d) || r == 0 || r > d || d > UINT32_MAX) {
+        fprintf(stderr,
+                "qmdb init: --utilization wants R/D, unsigned decimal numbers with "
+                "1 <= R <= D <= %" PRIu32 ", got '%s'\n",
+                UINT32_MAX, s);
+        return false;
+    }
+    *ratio = (uint32_t)r;
+    *div = (uint32_t)d;
+    return true;
+}
+
+/* Closes db. QMDB_NO_CHECKPOINT (a writer's close could not write the hybrid index
+ * checkpoint) is a warning, not a failure: every committed block is durable. Returns 0 or
+ * the exit code of another error. */
+static int
+close_db(const char *cmd, qmdb_db *db)
+{
+    int rc = qmdb_close(db);
+    if (rc == QMDB_NO_CHECKPOINT) {
+        fprintf(stderr,
+                "qmdb %s: warning: the index checkpoint was not written (%s); every committed "
+                "block is durable, and the next open rebuilds the index from the log\n",
+                cmd, *qmdb_open_error() ? qmdb_open_error() : "unknown cause");
+        return 0;
+    }
+    return rc ? db_fail("close", rc, NULL) : 0;
 }
 
 /* --indexer memory|hybrid (before the command): the indexer of every open. */
@@ -145,27 +206,22 @@ cmd_init(int argc, char **argv)
     o.indexer = g_indexer;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--compact-thres") == 0 && parse_u64(v, &o.compact_thres)) {
-            i++;
-        } else if (strcmp(a, "--history-blocks") == 0 && parse_u64(v, &o.history_blocks)) {
-            i++;
-        } else if (strcmp(a, "--entry-segment-bytes") == 0 &&
-                   parse_u64(v, &o.entry_segment_bytes)) {
-            i++;
-        } else if (strcmp(a, "--utilization") == 0 && v) {
-            unsigned r, d;
-            char extra;
-            if (sscanf(v, "%u/%u%c", &r, &d, &extra) != 2 || r == 0 || d == 0) {
-                fprintf(stderr, "qmdb: --utilization wants R/D with R, D >= 1, got '%s'\n", v);
-                return EXIT_USAGE;
-            }
-            o.utilization_ratio = r;
-            o.utilization_div = d;
-            i++;
+        bool good;
+        if (strcmp(a, "--compact-thres") == 0) {
+            good = arg_u64("init", a, v, UINT64_MAX, &o.compact_thres);
+        } else if (strcmp(a, "--history-blocks") == 0) {
+            good = arg_u64("init", a, v, UINT64_MAX, &o.history_blocks);
+        } else if (strcmp(a, "--entry-segment-bytes") == 0) {
+            good = arg_u64("init", a, v, UINT64_MAX, &o.entry_segment_bytes);
+        } else if (strcmp(a, "--utilization") == 0) {
+            good = arg_utilization(v, &o.utilization_ratio, &o.utilization_div);
         } else {
-            fprintf(stderr, "qmdb init: bad or incomplete option '%s'\n", a);
+            fprintf(stderr, "qmdb init: unknown option '%s'\n", a);
             return EXIT_USAGE;
         }
+        if (!good)
+            return EXIT_USAGE;
+        i++;
     }
     int rc = qmdb_create(argv[0], &o);
     if (rc)
@@ -279,20 +335,29 @@ cmd_apply(int argc, char **argv)
     }
     char *line = NULL;
     size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, in)) >= 0) {
+    for (;;) {
+        errno = 0;
+        ssize_t n = getline(&line, &cap, in);
         sc.line++;
+        if (n < 0) {
+            /* -1 is the end of the script only with the EOF flag set and no error: a read
+             * error (EIO, EISDIR) or a line too long for memory (ENOMEM) stops here. */
+            int err = errno;
+            if (feof(in) && !ferror(in))
+                break;
+            fprintf(stderr, "qmdb apply: %s:%lu: cannot read the script: %s\n", sc.name, sc.line,
+                    err ? strerror(err) : "read error");
+            if (sc.in_block)
+                fprintf(stderr, "qmdb apply: block %" PRIu64 " was not committed\n", sc.height);
+            rc = EXIT_DB;
+            break;
+        }
         rc = script_line(&sc, line, (size_t)n);
         if (rc)
             break;
     }
     free(line);
-    if (!rc && ferror(in)) {
-        fprintf(stderr, "qmdb apply: read error on %s\n", argv[1]);
-        rc = EXIT_USAGE;
-    }
     if (!rc && sc.in_block) {
-        sc.line++;
         rc = script_error(&sc, "end of script inside a block (missing 'commit')", NULL);
     }
 out:
@@ -300,10 +365,8 @@ out:
         fclose(in);
     qmdb_batch_free(sc.batch);
     script_cmd_free(&sc.cmd);
-    int crc = qmdb_close(sc.db);
-    if (!rc && crc)
-        rc = db_fail("close", crc, NULL);
-    return rc;
+    int crc = close_db("apply", sc.db);
+    return rc ? rc : crc;
 }
 
 static int
@@ -311,10 +374,8 @@ cmd_root(int argc, char **argv)
 {
     uint64_t h = UINT64_MAX;
     if (argc == 3 && strcmp(argv[1], "--height") == 0) {
-        if (!parse_u64(argv[2], &h)) {
-            fprintf(stderr, "qmdb root: bad height '%s'\n", argv[2]);
+        if (!arg_height("root", argv[2], &h))
             return EXIT_USAGE;
-        }
     } else if (argc != 1) {
         usage();
         return EXIT_USAGE;
@@ -334,7 +395,7 @@ cmd_root(int argc, char **argv)
         print_hex(root, 32);
         printf("\n");
     }
-    qmdb_close(db);
+    close_db("root", db);
     return rc;
 }
 
@@ -391,8 +452,18 @@ cmd_get(int argc, char **argv)
     }
     if (val != small)
         free(val);
-    qmdb_close(db);
+    close_db("get", db);
     return rc;
+}
+
+/* bytes / live with two decimals, or "n/a" when there is no live entry. */
+static void
+per_entry(char out[32], uint64_t bytes, uint64_t live)
+{
+    if (live == 0)
+        snprintf(out, 32, "n/a");
+    else
+        snprintf(out, 32, "%.2f", (double)bytes / (double)live);
 }
 
 static int
@@ -407,50 +478,61 @@ cmd_stat(int argc, char **argv, bool check)
     if (rc)
         return rc;
     qmdb_stats st;
-    qmdb_stat(db, &st);
+    unsigned char root[32];
+    rc = qmdb_stat(db, &st);
+    if (!rc && check)
+        rc = qmdb_root(db, UINT64_MAX, root);
+    if (rc) {
+        rc = db_fail(check ? "check" : "stat", rc, db);
+        close_db(check ? "check" : "stat", db);
+        return rc;
+    }
     if (check) {
-        unsigned char root[32];
-        qmdb_root(db, UINT64_MAX, root);
         printf("ok: height %" PRIu64 ", %" PRIu64 " entries verified, root ", st.height,
                st.unpruned_entries);
         print_hex(root, 32);
         printf("\n");
-        qmdb_close(db);
+        close_db("check", db);
         return 0;
     }
-    double live = st.live_entries ? (double)st.live_entries : 1.0;
+    /* Per-entry figures: "n/a" without live entries (the sentries' fixed cost over zero). */
+    uint64_t live = st.live_entries;
+    char dram[32], ix_dram[32], tree[32], ix_ssd[32], ssd[32], efiles[32], tfiles[32];
+    per_entry(dram, st.index_dram_bytes + st.tree_dram_bytes, live);
+    per_entry(ix_dram, st.index_dram_bytes, live);
+    per_entry(tree, st.tree_dram_bytes, live);
+    per_entry(ix_ssd, st.index_ssd_bytes, live);
+    per_entry(ssd, st.ssd_bytes, live);
+    per_entry(efiles, st.entry_file_bytes, live);
+    per_entry(tfiles, st.twig_file_bytes, live);
     printf("height: %" PRIu64 "\n", st.height);
     printf("live entries: %" PRIu64 " (plus %" PRIu64 " sentries)\n", st.live_entries,
            st.live_with_sentries - st.live_entries);
     printf("total entries: %" PRIu64 " (unpruned: %" PRIu64 ", pruned twigs: %" PRIu64 ")\n",
            st.total_entries, st.unpruned_entries, st.pruned_twigs);
-    printf("dram bytes per live entry: %.2f (indexer %.2f, tree %.2f)\n",
-           (double)(st.index_dram_bytes + st.tree_dram_bytes) / live,
-           (double)st.index_dram_bytes / live, (double)st.tree_dram_bytes / live);
+    printf("dram bytes per live entry: %s (indexer %s, tree %s; total %" PRIu64 " bytes)\n", dram,
+           ix_dram, tree, st.index_dram_bytes + st.tree_dram_bytes);
     printf("dram of per-block buffers: %" PRIu64 " bytes (warm caches, pre-images)\n",
            st.cache_dram_bytes);
     if (st.indexer == QMDB_INDEXER_HYBRID)
-        printf("indexer: hybrid; dram %.2f and ssd %.2f bytes per live entry (run files %" PRIu64
+        printf("indexer: hybrid; dram %s and ssd %s bytes per live entry (run files %" PRIu64
                " bytes); resumed from its checkpoint in %u of 16 shards\n",
-               (double)st.index_dram_bytes / live, (double)st.index_ssd_bytes / live,
-               st.index_ssd_bytes, st.index_resumed_shards);
+               ix_dram, ix_ssd, st.index_ssd_bytes, st.index_resumed_shards);
     else
-        printf("indexer: memory; dram %.2f bytes per live entry%s\n",
-               (double)st.index_dram_bytes / live,
+        printf("indexer: memory; dram %s bytes per live entry%s\n", ix_dram,
                g_indexer == QMDB_INDEXER_HYBRID ? " (hybrid asked for, but a read-only open "
                                                   "without a valid checkpoint indexes in DRAM)"
                                                 : "");
-    printf("ssd bytes per live entry: %.2f (entry files %.2f, twig files %.2f, index runs %.2f; "
+    printf("ssd bytes per live entry: %s (entry files %s, twig files %s, index runs %s; "
            "total %" PRIu64 " bytes)\n",
-           (double)st.ssd_bytes / live, (double)st.entry_file_bytes / live,
-           (double)st.twig_file_bytes / live, (double)st.index_ssd_bytes / live, st.ssd_bytes);
+           ssd, efiles, tfiles, ix_ssd, st.ssd_bytes);
     printf("parameters: compact_thres %" PRIu64 ", utilization %u/%u, history_blocks %" PRIu64
            "\n",
            st.compact_thres, st.utilization_ratio, st.utilization_div, st.history_blocks);
     printf("batched reads: %s\n", st.io_uring ? "io_uring"
                                               : "pread thread pool (io_uring unavailable here, "
                                                 "or QMDB_NO_URING=1)");
-    qmdb_close(db);
+    close_db("stat", db);
     return 0;
 }
 
@@ -501,10 +583,8 @@ cmd_prove(int argc, char **argv)
     bool str = false;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--height") == 0 && i + 1 < argc) {
-            if (!parse_u64(argv[++i], &height) || height == UINT64_MAX) {
-                fprintf(stderr, "qmdb prove: bad height '%s'\n", argv[i]);
+            if (!arg_height("prove", argv[++i], &height))
                 return EXIT_USAGE;
-            }
         } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             outpath = argv[++i];
         } else if (strcmp(argv[i], "--str") == 0) {
@@ -538,7 +618,7 @@ cmd_prove(int argc, char **argv)
     free(key);
     if (rc) {
         rc = db_fail("prove", rc, db);
-        qmdb_close(db);
+        close_db("prove", db);
         return rc;
     }
     qmdb_proof_info info;
@@ -556,7 +636,7 @@ cmd_prove(int argc, char **argv)
     if (!outpath)
         fflush(stdout);
     qmdb_proof_free(proof);
-    qmdb_close(db);
+    close_db("prove", db);
     return rc;
 }
 
@@ -579,10 +659,8 @@ cmd_verify(int argc, char **argv)
             valarg = v;
             i++;
         } else if (strcmp(a, "--height") == 0 && v) {
-            if (!parse_u64(v, &height) || height == UINT64_MAX) {
-                fprintf(stderr, "qmdb verify: bad height '%s'\n", v);
+            if (!arg_height("verify", v, &height))
                 return EXIT_USAGE;
-            }
             i++;
         } else if (strcmp(a, "--absent") == 0) {
             absent = true;
@@ -623,27 +701,32 @@ cmd_verify(int argc, char **argv)
         }
     }
     FILE *f = strcmp(file, "-") == 0 ? stdin : fopen(file, "rb");
+    int rc = 0, err = f ? 0 : errno;
     unsigned char *buf = NULL;
     size_t len = 0, cap = 0;
-    if (f) {
-        for (;;) {
-            if (len == cap) {
-                cap = cap ? 2 * cap : 4096;
-                unsigned char *nb = cap <= (64u << 20) ? realloc(buf, cap) : NULL;
-                if (!nb)
-                    break;
-                buf = nb;
-            }
-            size_t got = fread(buf + len, 1, cap - len, f);
-            if (got == 0)
+    while (f) {
+        if (len == cap) {
+            cap = cap ? 2 * cap : 4096;
+            unsigned char *nb = cap <= (64u << 20) ? realloc(buf, cap) : NULL;
+            if (!nb) {
+                err = cap <= (64u << 20) ? ENOMEM : EFBIG;
                 break;
-            len += got;
+            }
+            buf = nb;
         }
+        errno = 0;
+        size_t got = fread(buf + len, 1, cap - len, f);
+        if (got == 0) {
+            if (ferror(f)) /* EIO, EISDIR, ...: not the end of the proof */
+                err = errno ? errno : EIO;
+            break;
+        }
+        len += got;
     }
-    int rc;
-    if (!f || ferror(f) || !buf) {
-        fprintf(stderr, "qmdb verify: cannot read %s\n", file);
-        rc = EXIT_USAGE;
+    if (err) {
+        fprintf(stderr, "qmdb verify: cannot %s %s: %s\n", f ? "read" : "open", file,
+                strerror(err));
+        rc = f && err != EFBIG ? EXIT_DB : EXIT_USAGE;
     } else {
         const char *why = NULL;
         uint64_t ph = 0;

@@ -83,15 +83,14 @@ tok_is(const tok *t, const char *word)
     return t->n == n && memcmp(t->p, word, n) == 0;
 }
 
-/* Decimal u64 without sign or leading/trailing junk. */
-static bool
-parse_u64(const tok *t, uint64_t *out)
+bool
+script_parse_u64(const char *s, size_t n, uint64_t *out)
 {
-    if (t->n == 0 || t->n > 20)
+    if (!s || n == 0)
         return false;
     uint64_t v = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        char ch = t->p[i];
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
         if (ch < '0' || ch > '9')
             return false;
         unsigned d = (unsigned)(ch - '0');
@@ -132,7 +131,7 @@ script_parse_line(const char *line, size_t len, script_cmd *c)
     if (nt == 0)
         return 0;
     if (tok_is(&t[0], "block")) {
-        if (nt != 2 || !parse_u64(&t[1], &c->height))
+        if (nt != 2 || !script_parse_u64(t[1].p, t[1].n, &c->height))
             return fail(c, "expected 'block <height>'", NULL);
         c->kind = SCRIPT_BLOCK;
         return 0;

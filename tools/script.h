@@ -12,6 +12,7 @@
 #ifndef QMDB_SCRIPT_H
 #define QMDB_SCRIPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,5 +46,12 @@ void script_cmd_free(script_cmd *c);
  * Every byte sequence is accepted as input; nothing is read outside [line, line+len).
  */
 int script_parse_line(const char *line, size_t len, script_cmd *c);
+
+/*
+ * The one parser of unsigned decimal numbers, for script heights and every number on the
+ * `qmdb` command line: s[0..n) must be one or more digits 0-9 and nothing else (no blanks, no
+ * sign, no "0x"), and the value must fit in 64 bits. Returns false otherwise (*out unchanged).
+ */
+bool script_parse_u64(const char *s, size_t n, uint64_t *out);
 
 #endif /* QMDB_SCRIPT_H */

@@ -370,6 +370,53 @@ test_prune_call_fault(void)
     env_free(&e);
 }
 
+/* Hybrid indexer: the checkpoint qmdb_close writes fails (a full disk). Every committed block
+ * is durable, so close reports QMDB_NO_CHECKPOINT (not an I/O error, which would make a caller
+ * retry committed blocks), names the file, and a reopen has every block and rebuilds the
+ * index from the log. */
+static void
+test_checkpoint_fault(void)
+{
+    env e;
+    env_setup(&e, 30);
+    qmdb_options o;
+    wl_options(&o);
+    o.indexer = QMDB_INDEXER_HYBRID;
+    /* The index captures the I/O layer at open: install it (no rule yet) first. */
+    fio_install(NULL, false);
+    qmdb_db *db = NULL;
+    REQUIRE(qmdb_open(e.dir, &o, &db) == 0);
+    uint64_t h = qmdb_height(db);
+    for (int i = 0; i < 5; i++) {
+        h++;
+        wl_block(seed, NKEYS, h, e.b, NULL);
+        unsigned char root[32];
+        CHECK_OK(qmdb_commit(db, h, e.b, root));
+        CHECK_MEM(root, wl_twin_root(&e.twin, h), 32);
+    }
+    fio_rule r = rule(FIO_PWRITE, ".hix", 1, FIO_ERR, ENOSPC);
+    r.sticky = true;
+    fio_install(&r, false);
+    CHECK_RC(qmdb_close(db), QMDB_NO_CHECKPOINT);
+    CHECK(fio_triggered());
+    CHECK(strstr(qmdb_open_error(), ".hix") != NULL);
+    CHECK(strstr(qmdb_strerror(QMDB_NO_CHECKPOINT), "durable") != NULL);
+    fio_uninstall();
+    fio_reset();
+    /* A fast open finds no valid checkpoint: every block is there, the index is rebuilt. */
+    o.flags = QMDB_OPEN_FAST;
+    REQUIRE(qmdb_open(e.dir, &o, &db) == 0);
+    CHECK_EQ_U64(qmdb_height(db), h);
+    qmdb_stats st;
+    CHECK_OK(qmdb_stat(db, &st));
+    CHECK_EQ_U64(st.index_resumed_shards, 0);
+    CHECK_OK(qmdb_close(db));
+    env_verify(&e, h, h, "checkpoint write failure at close");
+    printf("  %-52s QMDB_NO_CHECKPOINT, recovered height %llu\n", "ENOSPC writing the checkpoint",
+           (unsigned long long)h);
+    env_free(&e);
+}
+
 int
 main(void)
 {
@@ -380,6 +427,7 @@ main(void)
     test_prune_fault();
     test_read_faults();
     test_prune_call_fault();
+    test_checkpoint_fault();
     int rc = test_report("test_fault");
     if (rc == 0) {
         char dir[512];
