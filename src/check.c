@@ -17,8 +17,9 @@
  *  5. Key-hash chain: per shard, the live entries sorted by key hash, each one's
  *     next_key_hash is the next live key hash (the last one's is the next shard's first
  *     sentry, or 32 x 0xff for shard 15).
- * Thread: the caller's; opens its own read-only handle (a shared lock: writers are refused
- * meanwhile).
+ * qmdb_check (db_open.c) runs check 1 (qm_check_meta), opens a read-only verifying handle
+ * (check 2) and runs checks 3-5 on the view of it that db_read.c builds (qm_check_run).
+ * Thread: the caller's.
  */
 #include "check.h"
 
@@ -267,42 +268,21 @@ out:
 }
 
 int
-qm_check_handle(qmdb_db *db, qmdb_check_fn fn, void *arg, u64 *problems)
+qm_check_run(const qm_check_view *v, qmdb_check_fn fn, void *arg, u64 *problems)
 {
     chk c = {fn, arg, 0};
-    qm_check_view v;
-    qm_db_check_view(db, &v);
-    check_roots(&c, &v);
+    check_roots(&c, v);
     int rc = 0;
     for (unsigned s = 0; s < QM_SHARD_COUNT && !rc; s++)
-        rc = check_shard(&c, &v.shards[s]);
+        rc = check_shard(&c, &v->shards[s]);
     *problems += c.problems;
     return rc;
 }
 
-int
-qmdb_check(const char *dir, qmdb_check_fn fn, void *arg, uint64_t *problems)
+u64
+qm_check_meta(const char *dir, qmdb_check_fn fn, void *arg)
 {
     chk c = {fn, arg, 0};
-    if (problems)
-        *problems = 0;
-    if (!dir)
-        return QMDB_INVALID;
     check_meta_slots(&c, dir);
-    qmdb_options o;
-    qmdb_options_init(&o);
-    o.flags = QMDB_OPEN_RDONLY;
-    qmdb_db *db = NULL;
-    int rc = qmdb_open(dir, &o, &db);
-    if (rc) {
-        report(&c, "open: %s: %s", qmdb_strerror(rc), qmdb_open_error());
-    } else {
-        rc = qm_check_handle(db, fn, arg, &c.problems);
-        qmdb_close(db);
-    }
-    if (problems)
-        *problems = c.problems;
-    if (rc && rc != QMDB_CORRUPT)
-        return rc;
-    return c.problems ? QMDB_CORRUPT : 0;
+    return c.problems;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * check.h -- the deep offline check behind qmdb_check() (check.c), and the view of an open
- * handle it needs from db.c (qm_db_check_view). Thread: the checking thread only.
+ * check.h -- the deep offline check behind qmdb_check(): the checks of check.c over a view of
+ * an open handle, which the top layer builds (db_read.c). Thread: the checking thread only.
  */
 #ifndef QM_CHECK_H
 #define QM_CHECK_H
@@ -17,11 +17,11 @@ typedef struct qm_check_view {
     int roots_fd;
 } qm_check_view;
 
-/* Runs checks 3-5 of check.c (ROOTS, indexer against ActiveBits, key-hash chain) on an open
- * handle, adding to *problems. Used by qmdb_check and by tests that damage a handle's memory. */
-QM_HIDDEN int qm_check_handle(qmdb_db *db, qmdb_check_fn fn, void *arg, u64 *problems);
-
-/* Fills v from an open handle (db.c). */
-QM_HIDDEN void qm_db_check_view(qmdb_db *db, qm_check_view *v);
+/* Check 1 of check.c: both META slots of dir. Returns the number of problems reported. */
+QM_HIDDEN u64 qm_check_meta(const char *dir, qmdb_check_fn fn, void *arg);
+/* Checks 3-5 of check.c (ROOTS, indexer against ActiveBits, key-hash chain) on the view of
+ * an open handle, adding to *problems. Used by qmdb_check and by tests that damage a
+ * handle's memory. */
+QM_HIDDEN int qm_check_run(const qm_check_view *v, qmdb_check_fn fn, void *arg, u64 *problems);
 
 #endif /* QM_CHECK_H */

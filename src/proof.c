@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * proof.c -- proof construction (qmdb_prove): inclusion, exclusion and historical proofs
- * against the latest committed state root, in the format of proof.h / docs/PROOFS.md.
+ * proof.c -- proof construction (qm_prove, behind qmdb_prove): inclusion, exclusion and historical proofs
+ * against the latest committed state root, in the format of proof_fmt.h / docs/PROOFS.md.
  *
  * Sources of proof data once qmdb_commit has returned (everything is hashed then):
  *  - left-tree siblings of full twigs: the twig file (12 reads of 32 bytes: leaf + 11 peers);
@@ -16,9 +16,9 @@
  * position, version height, and the SN that deactivated it; plus all SNs sorted by the first
  * 8 key-hash bytes. 40 bytes per unpruned entry of the shards that served historical proofs.
  *
- * Thread: the handle's caller (one at a time, like every qmdb_db call).
+ * Thread: the handle's writer (one at a time), through qmdb_prove (db_read.c).
  */
-#include "proof.h"
+#include "prover.h"
 
 #include "codec.h"
 #include "entry.h"
@@ -415,40 +415,34 @@ record_len(const qm_shard *s, const qm_entry *e)
 }
 
 int
-qmdb_prove(qmdb_db *db, const void *key, size_t klen, uint64_t height, uint8_t **out,
-           size_t *outlen)
+qm_prove(const qm_proof_ctx *ctx, const void *key, size_t klen, u64 height, u8 **out,
+         size_t *outlen)
 {
-    if (!db || !key || klen == 0 || klen > QMDB_MAX_KEY_LEN || !out || !outlen)
-        return QMDB_INVALID;
-    *out = NULL;
-    *outlen = 0;
-    qm_proof_ctx ctx;
-    QM_RET(qm_db_proof_ctx(db, &ctx));
     if (height == UINT64_MAX)
-        height = ctx.height;
-    if (height > ctx.height)
-        return qm_err_set(ctx.err, QMDB_NOTFOUND,
+        height = ctx->height;
+    if (height > ctx->height)
+        return qm_err_set(ctx->err, QMDB_NOTFOUND,
                           "height %" PRIu64 " is above the latest committed height %" PRIu64,
-                          height, ctx.height);
+                          height, ctx->height);
     u8 kh[32];
     qm_sha256(key, klen, kh);
     unsigned k = qm_shard_of(kh);
-    qm_shard *s = &ctx.shards[k];
+    qm_shard *s = &ctx->shards[k];
     qm_ebuf eb = {0}, dbuf = {0};
     pr_found f;
     memset(&f, 0, sizeof(f));
     int rc;
-    if (height == ctx.height) {
+    if (height == ctx->height) {
         QM_TRY(find_latest(s, kh, key, klen, &eb, &f));
     } else {
-        if (!*ctx.cache) {
-            *ctx.cache = calloc(1, sizeof(qm_proof_cache));
-            if (!*ctx.cache) {
+        if (!*ctx->cache) {
+            *ctx->cache = calloc(1, sizeof(qm_proof_cache));
+            if (!*ctx->cache) {
                 rc = -ENOMEM;
                 goto out;
             }
         }
-        QM_TRY(find_hist(s, &(*ctx.cache)->sh[k], height, kh, key, klen, &eb, &dbuf, &f));
+        QM_TRY(find_hist(s, &(*ctx->cache)->sh[k], height, kh, key, klen, &eb, &dbuf, &f));
     }
     size_t len = QM_PROOF_HDR + record_len(s, &f.e);
     if (f.live == QM_PROOF_DEACTIVATED)
@@ -468,7 +462,7 @@ qmdb_prove(qmdb_db *db, const void *key, size_t klen, uint64_t height, uint8_t *
     /* Global peers (FORMAT.md §5). */
     u8 r[16][32], g1[8][32], g2[4][32], g3[2][32];
     for (unsigned i = 0; i < 16; i++)
-        memcpy(r[i], ctx.shards[i].tree.root, 32);
+        memcpy(r[i], ctx->shards[i].tree.root, 32);
     for (unsigned i = 0; i < 8; i++)
         qm_h2(64, r[2 * i], r[2 * i + 1], g1[i]);
     for (unsigned i = 0; i < 4; i++)

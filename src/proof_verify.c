@@ -4,12 +4,12 @@
  * function of (proof bytes, claim, trusted state root). No I/O, no allocation, no dependency
  * on the rest of the engine: it compiles and links alone with hash.c, hash_portable.c and
  * hash_shani.c, so a light client can take just these four files (plus qmdb.h, qm_internal.h,
- * hash.h, proof.h). The format and the rules checked are in proof.h and docs/PROOFS.md.
+ * hash.h, proof_fmt.h). The format and the rules checked are in proof_fmt.h and docs/PROOFS.md.
  *
  * Thread: any; reentrant.
  */
 #include "hash.h"
-#include "proof.h"
+#include "proof_fmt.h"
 
 /* Reasons (static strings). */
 #define WHY(msg)               \

@@ -27,6 +27,7 @@
 #include "../crash/workload.h"
 #include "../test.h"
 #include "check.h"
+#include "db.h"
 #include "entry.h"
 #include "hash.h"
 #include "indexer.h"
@@ -406,7 +407,7 @@ run_check(void)
     c.text[0] = '\0';
     c.n = 0;
     problems = 0;
-    CHECK_OK(qm_check_handle(db, collect, &c, &problems));
+    CHECK_OK(qm_check_run(&v, collect, &c, &problems));
     CHECK(problems >= 2);
     CHECK(strstr(c.text, "active bits") != NULL);
     CHECK(strstr(c.text, "key-hash chain") != NULL);
@@ -418,7 +419,7 @@ run_check(void)
     c.text[0] = '\0';
     c.n = 0;
     problems = 0;
-    CHECK_OK(qm_check_handle(db, collect, &c, &problems));
+    CHECK_OK(qm_check_run(&v, collect, &c, &problems));
     CHECK(strstr(c.text, "not active in the ActiveBits") != NULL);
     printf("  active bit cleared ->\n%s", c.text);
     qm_ebuf_free(&eb);

@@ -16,7 +16,7 @@
  *
  * Thread: single.
  */
-#include "proof.h"
+#include "prover.h"
 #include "qmdb.h"
 #include "test.h"
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * proof.h -- the proof byte format (docs/PROOFS.md) shared by the prover (proof.c, uses the
- * engine's internals) and the verifier (proof_verify.c, pure: needs only hash.c and its two
- * backends), plus the hooks db.c gives the prover.
+ * proof_fmt.h -- the proof byte format (docs/PROOFS.md) shared by the prover (proof.c, uses
+ * the engine's internals; prover.h) and the verifier (proof_verify.c, pure: needs only hash.c
+ * and its two backends).
  *
  * Proof format version 1 (all integers little-endian):
  *   OFFSET  SIZE   FIELD
@@ -27,8 +27,8 @@
  *
  * Thread: pure definitions.
  */
-#ifndef QM_PROOF_H
-#define QM_PROOF_H
+#ifndef QM_PROOF_FMT_H
+#define QM_PROOF_FMT_H
 
 #include "qm_internal.h"
 
@@ -50,20 +50,4 @@ enum { QM_PROOF_ACTIVE = 0, QM_PROOF_DEACTIVATED = 1 };
 #define QM_PATH_RIGHT 424u
 #define QM_PATH_UPPER 520u
 
-/* ---- db.c hooks for the prover ---------------------------------------------------------- */
-struct qm_shard;
-typedef struct qm_proof_cache qm_proof_cache;
-
-typedef struct qm_proof_ctx {
-    struct qm_shard *shards; /* QM_SHARD_COUNT of them */
-    u64 height;              /* latest committed height */
-    qm_err *err;
-    qm_proof_cache **cache; /* lazily built history cache owned by the handle */
-} qm_proof_ctx;
-
-/* Fills ctx for db; QMDB_PANIC if the handle is fatal. (db.c) */
-QM_HIDDEN int qm_db_proof_ctx(qmdb_db *db, qm_proof_ctx *ctx);
-/* Frees the history cache (NULL allowed). (proof.c) */
-QM_HIDDEN void qm_proof_cache_free(qm_proof_cache *c);
-
-#endif /* QM_PROOF_H */
+#endif /* QM_PROOF_FMT_H */

@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * db_open.c -- the life of a handle (db_int.h): options, qmdb_create, qmdb_open (the lock,
+ * META under the damage rule, recovery of every shard on the pool, ROOTS, the salvage
+ * repair), qmdb_close (the hybrid indexer's checkpoint), and qmdb_check (META slots, then a
+ * read-only handle for the checker).
+ *
+ * Thread: the caller's (create, open, close and check are writer functions).
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "db.h"
+#include "db_int.h"
+#include "io.h"
+
+static _Thread_local char open_error[512];
+
+const char *
+qmdb_open_error(void)
+{
+    return open_error;
+}
+
+void
+qmdb_options_init(qmdb_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->struct_size = sizeof(*o);
+    o->compact_thres = 20000000;
+    o->utilization_ratio = 7;
+    o->utilization_div = 10;
+    o->entry_segment_bytes = 1ull << 30;
+    o->twig_segment_bytes = 128ull << 20;
+    o->history_blocks = 100000;
+    o->flags = 0;
+    o->indexer = QMDB_INDEXER_MEMORY;
+}
+
+/* The indexer of this open: options->indexer, unless QMDB_INDEXER=memory|hybrid overrides
+ * it (tests run the whole suite both ways); QMDB_HIX_MERGE sets the hybrid merge size. */
+static int
+indexer_params(const qmdb_options *o, qm_params *par, qm_err *err)
+{
+    const char *env = getenv("QMDB_INDEXER");
+    u32 kind = o->indexer;
+    if (env && *env)
+        kind = strcmp(env, "hybrid") == 0 ? QMDB_INDEXER_HYBRID : QMDB_INDEXER_MEMORY;
+    if (kind != QMDB_INDEXER_MEMORY && kind != QMDB_INDEXER_HYBRID)
+        return qm_err_set(err, QMDB_INVALID, "indexer must be QMDB_INDEXER_MEMORY or "
+                          "QMDB_INDEXER_HYBRID");
+    par->hybrid = kind == QMDB_INDEXER_HYBRID;
+    const char *m = getenv("QMDB_HIX_MERGE");
+    par->hix_merge = m && *m ? strtoull(m, NULL, 10) : 0;
+    return 0;
+}
+
+static int
+opt_check(const qmdb_options *o, qm_err *err)
+{
+    if (o->struct_size < sizeof(qmdb_options))
+        return qm_err_set(err, QMDB_INVALID, "options not initialised with qmdb_options_init");
+    if (o->utilization_ratio == 0 || o->utilization_div == 0)
+        return qm_err_set(err, QMDB_INVALID, "utilization ratio and divisor must be >= 1");
+    if (o->compact_thres == 0)
+        return qm_err_set(err, QMDB_INVALID, "compact_thres must be >= 1");
+    if (o->entry_segment_bytes < 65536 || o->entry_segment_bytes % 4096)
+        return qm_err_set(err, QMDB_INVALID,
+                          "entry_segment_bytes must be a multiple of 4096 and >= 65536");
+    if (o->twig_segment_bytes == 0 || o->twig_segment_bytes % (128 * 1024))
+        return qm_err_set(err, QMDB_INVALID, "twig_segment_bytes must be a multiple of 128 KiB");
+    return 0;
+}
+
+/* Inter-process exclusion: a flock on the database directory itself, shared for read-only
+ * handles and exclusive for a writer. Unlike a lock file, the directory cannot be deleted
+ * or swapped while it holds the database, and opening it needs no write permission (so a
+ * read-only open works on a read-only file system). The inode is checked against the path
+ * after locking, in case the directory was renamed and replaced meanwhile. */
+static int
+db_lock(qmdb_db *db)
+{
+    db->lock_fd = open(db->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (db->lock_fd < 0)
+        return qm_err_set(&db->err, -errno, "cannot open directory %s: %s", db->dir,
+                          strerror(errno));
+    if (flock(db->lock_fd, (db->par.rdonly ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
+        if (errno == EWOULDBLOCK)
+            return qm_err_set(&db->err, QMDB_BUSY, "%s is in use by another handle (%s)",
+                              db->dir, db->par.rdonly ? "a writer" : "a reader or a writer");
+        return qm_err_set(&db->err, -errno, "cannot lock %s: %s", db->dir, strerror(errno));
+    }
+    struct stat a, b;
+    if (fstat(db->lock_fd, &a) < 0 || stat(db->dir, &b) < 0 || a.st_dev != b.st_dev ||
+        a.st_ino != b.st_ino)
+        return qm_err_set(&db->err, QMDB_BUSY, "%s was replaced while it was being opened",
+                          db->dir);
+    return 0;
+}
+
+static void
+db_free(qmdb_db *db)
+{
+    if (!db)
+        return;
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        qm_shard_close(&db->shard[s]);
+    const qm_io *io = qm_io_get();
+    if (db->meta_fd >= 0)
+        io->close(db->meta_fd);
+    if (db->roots_fd >= 0)
+        io->close(db->roots_fd);
+    if (db->lock_fd >= 0)
+        close(db->lock_fd);
+    qm_changeset_free(&db->cs);
+    qm_pf_free(&db->pf);
+    for (unsigned k = 0; k < 2; k++)
+        for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
+            qm_undo_free(&db->undo[k][i]);
+    qm_rio_free(db->rio);
+    qm_proof_cache_free(db->proof_cache);
+    qm_pool_free(db->cpu_pool);
+    qm_pool_free(db->io_pool);
+    pthread_rwlock_destroy(&db->rw);
+    pthread_mutex_destroy(&db->mu);
+    pthread_cond_destroy(&db->cv);
+    free(db->dir);
+    free(db);
+}
+
+static qmdb_db *
+db_alloc(const char *dir)
+{
+    qmdb_db *db = calloc(1, sizeof(*db));
+    if (!db)
+        return NULL;
+    db->dir = strdup(dir);
+    db->meta_fd = db->roots_fd = db->lock_fd = -1;
+    qm_changeset_init(&db->cs);
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    /* The update stage must not starve behind a stream of readers. */
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&db->rw, &ra);
+    pthread_rwlockattr_destroy(&ra);
+    pthread_mutex_init(&db->mu, NULL);
+    pthread_cond_init(&db->cv, NULL);
+    if (!db->dir) {
+        free(db);
+        return NULL;
+    }
+    return db;
+}
+
+static int
+roots_open(qmdb_db *db, bool create)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/ROOTS", db->dir);
+    int flags = db->par.rdonly ? O_RDONLY : O_RDWR;
+    if (create)
+        flags |= O_CREAT | O_TRUNC;
+    int fd = qm_io_get()->open(path, flags, 0644);
+    if (fd < 0)
+        return qm_err_set(&db->err, fd == -ENOENT ? QMDB_CORRUPT : fd, "cannot open %s: %s",
+                          path, qmdb_strerror(fd));
+    db->roots_fd = fd;
+    return 0;
+}
+
+static int
+job_shard_open(void *arg, size_t i)
+{
+    qmdb_db *db = arg;
+    return qm_shard_open(&db->shard[i], (unsigned)i, db->dir, &db->par, &db->meta.shard[i],
+                         &db->err);
+}
+
+static int
+job_shard_checkpoint(void *arg, size_t i)
+{
+    qmdb_db *db = arg;
+    return qm_shard_checkpoint(&db->shard[i], db->meta.height);
+}
+
+int
+qmdb_create(const char *dir, const qmdb_options *opt)
+{
+    qmdb_options defaults;
+    qm_err err = {{0}};
+    open_error[0] = '\0';
+    if (!opt) {
+        qmdb_options_init(&defaults);
+        opt = &defaults;
+    }
+    if (!dir || !*dir)
+        return QMDB_INVALID;
+    int rc = opt_check(opt, &err);
+    if (rc)
+        goto fail_early;
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+        rc = qm_err_set(&err, -errno, "cannot create directory %s: %s", dir, strerror(errno));
+        goto fail_early;
+    }
+    struct stat st;
+    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        rc = qm_err_set(&err, QMDB_INVALID, "%s is not a directory", dir);
+        goto fail_early;
+    }
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/META", dir);
+    if (access(path, F_OK) == 0) {
+        rc = qm_err_set(&err, QMDB_EXISTS, "%s already holds a qmdb database", dir);
+        goto fail_early;
+    }
+    qmdb_db *db = db_alloc(dir);
+    if (!db)
+        return -ENOMEM;
+    db->par.compact_thres = opt->compact_thres;
+    db->par.util_ratio = opt->utilization_ratio;
+    db->par.util_div = opt->utilization_div;
+    db->par.history_blocks = opt->history_blocks;
+    db->par.entry_seg = opt->entry_segment_bytes;
+    db->par.twig_seg = opt->twig_segment_bytes;
+    QM_TRY(indexer_params(opt, &db->par, &db->err));
+    QM_TRY(db_lock(db));
+    QM_TRY(db_pools_new(db));
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        QM_TRY(qm_shard_create(&db->shard[s], s, dir, &db->par, &db->err));
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        QM_TRY(qm_shard_seal(&db->shard[s]));
+    QM_TRY(roots_open(db, true));
+    qm_meta m;
+    db_fill_meta(db, &m, 0, 0);
+    QM_TRY(db_take_tickets(db, 0));
+    QM_TRY(db_make_durable(db, &m, false));
+    QM_TRY(qm_io_fsync_dir(dir));
+out:
+    if (rc)
+        snprintf(open_error, sizeof(open_error), "%s",
+                 db->err.msg[0] ? db->err.msg : qmdb_strerror(rc));
+    db_free(db);
+    return rc;
+fail_early:
+    snprintf(open_error, sizeof(open_error), "%s", err.msg);
+    return rc;
+}
+
+int
+qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
+{
+    qmdb_options defaults;
+    open_error[0] = '\0';
+    *out = NULL;
+    if (!opt) {
+        qmdb_options_init(&defaults);
+        opt = &defaults;
+    }
+    if (!dir || !*dir || opt->struct_size < sizeof(qmdb_options))
+        return QMDB_INVALID;
+    struct stat st;
+    if (stat(dir, &st) < 0) {
+        int e = errno;
+        snprintf(open_error, sizeof(open_error), "%s: %s", dir, strerror(e));
+        return e == ENOENT ? QMDB_NOTADB : -e;
+    }
+    qmdb_db *db = db_alloc(dir);
+    if (!db)
+        return -ENOMEM;
+    int rc;
+    db->par.rdonly = (opt->flags & QMDB_OPEN_RDONLY) != 0;
+    db->par.verify = (opt->flags & QMDB_OPEN_FAST) == 0;
+    db->auto_prune = !(opt->flags & QMDB_OPEN_NO_AUTO_PRUNE);
+    bool salvage = (opt->flags & QMDB_OPEN_SALVAGE) != 0;
+    QM_TRY(qm_meta_load(dir, salvage, &db->meta, &db->err));
+    QM_TRY(db_lock(db));
+    /* Reload under the lock: another process may have committed meanwhile. */
+    QM_TRY(qm_meta_load(dir, salvage, &db->meta, &db->err));
+    db->par.compact_thres = db->meta.compact_thres;
+    db->par.util_ratio = db->meta.util_ratio;
+    db->par.util_div = db->meta.util_div;
+    db->par.history_blocks = (opt->flags & QMDB_OPEN_SET_HISTORY) ? opt->history_blocks
+                                                                  : db->meta.history_blocks;
+    db->par.entry_seg = db->meta.entry_seg;
+    db->par.twig_seg = db->meta.twig_seg;
+    db->par.height = db->meta.height;
+    QM_TRY(indexer_params(opt, &db->par, &db->err));
+    QM_TRY(db_pools_new(db));
+    QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_open, db));
+    u8 root[32];
+    global_root(db->shard, root);
+    if (memcmp(root, db->meta.state_root, 32) != 0) {
+        rc = QM_CORRUPT(&db->err, "%s/META: state root does not match the shard roots", dir);
+        goto out;
+    }
+    QM_TRY(roots_open(db, false));
+    u64 rsize;
+    QM_TRY(qm_io_get()->fsize(db->roots_fd, &rsize));
+    u64 want = QM_ROOTS_REC * (db->meta.height + 1);
+    if (rsize < want) {
+        rc = QM_CORRUPT(&db->err, "%s/ROOTS: %" PRIu64 " bytes, height %" PRIu64 " needs %" PRIu64,
+                        dir, rsize, db->meta.height, want);
+        goto out;
+    }
+    if (rsize > want && !db->par.rdonly)
+        QM_TRY(qm_io_get()->ftruncate(db->roots_fd, want));
+    QM_TRY(qm_roots_read(db->roots_fd, dir, db->meta.height, root, &db->err));
+    if (memcmp(root, db->meta.state_root, 32) != 0) {
+        rc = QM_CORRUPT(&db->err, "%s/ROOTS: root of height %" PRIu64 " at offset %" PRIu64
+                        " differs from the metadata", dir, db->meta.height,
+                        want - QM_ROOTS_REC);
+        goto out;
+    }
+    if (getenv("QMDB_TRACE")) {
+        FILE *f = fopen(getenv("QMDB_TRACE"), "a");
+        for (unsigned s = 0; s < QM_SHARD_COUNT && f; s++)
+            db->shard[s].trace = s == 0 ? f : fdopen(dup(fileno(f)), "a");
+    }
+    db->submitted = db->hashed = db->meta.height;
+    if (salvage && !db->par.rdonly) {
+        /* Repair META: the next sequence (same height and state) overwrites the damaged slot,
+         * so later opens need no flag. */
+        qm_meta m;
+        db_fill_meta(db, &m, db->meta.height, db->meta.seq + 1);
+        QM_TRY(db_take_tickets(db, m.height));
+        QM_TRY(db_make_durable(db, &m, false));
+    }
+    QM_TRY(db_pipeline_start(db, opt));
+out:
+    if (rc) {
+        snprintf(open_error, sizeof(open_error), "%s",
+                 db->err.msg[0] ? db->err.msg : qmdb_strerror(rc));
+        db_free(db);
+        return rc;
+    }
+    *out = db;
+    return 0;
+}
+
+int
+qmdb_close(qmdb_db *db)
+{
+    if (!db)
+        return 0;
+    if (db->flusher_on) {
+        /* The flusher finishes the block in its slot before it stops. */
+        pthread_mutex_lock(&db->mu);
+        db->stop = true;
+        pthread_cond_broadcast(&db->cv);
+        pthread_mutex_unlock(&db->mu);
+        pthread_join(db->flusher, NULL);
+    }
+    /* Hybrid indexer: a checkpoint of the committed state, so the next open skips the log
+     * scan. Only when every applied block is durable; a failure costs the next open a
+     * rebuild, never data: QMDB_NO_CHECKPOINT, the cause in open_error. */
+    int rc = 0;
+    if (!db->par.rdonly && db->par.hybrid && !db_fatal(db) && db->submitted == db->meta.height) {
+        db->err.msg[0] = '\0';
+        rc = qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_checkpoint, db);
+    }
+    if (rc)
+        snprintf(open_error, sizeof(open_error), "%s",
+                 db->err.msg[0] ? db->err.msg : qmdb_strerror(rc));
+    db_free(db);
+    return rc ? QMDB_NO_CHECKPOINT : 0;
+}
+
+/* The full offline check (check.c): META slots, a read-only verifying open, then the checks
+ * of the open handle. */
+int
+qmdb_check(const char *dir, qmdb_check_fn fn, void *arg, uint64_t *problems)
+{
+    if (problems)
+        *problems = 0;
+    if (!dir)
+        return QMDB_INVALID;
+    u64 n = qm_check_meta(dir, fn, arg);
+    qmdb_options o;
+    qmdb_options_init(&o);
+    o.flags = QMDB_OPEN_RDONLY;
+    qmdb_db *db = NULL;
+    int rc = qmdb_open(dir, &o, &db);
+    if (rc) {
+        char msg[768];
+        snprintf(msg, sizeof(msg), "open: %s: %s", qmdb_strerror(rc), qmdb_open_error());
+        n++;
+        if (fn)
+            fn(arg, msg);
+    } else {
+        qm_check_view v;
+        qm_db_check_view(db, &v);
+        rc = qm_check_run(&v, fn, arg, &n);
+        qmdb_close(db);
+    }
+    if (problems)
+        *problems = n;
+    if (rc && rc != QMDB_CORRUPT)
+        return rc;
+    return n ? QMDB_CORRUPT : 0;
+}

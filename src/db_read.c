@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * db_read.c -- the read side of the handle (db_int.h): qmdb_get and its batched and
+ * committed forms, heights and roots, qmdb_stat, and the facades that hand the prover
+ * (qmdb_prove -> qm_prove) and the checker (qm_db_check_view) their views of the handle.
+ *
+ * Thread: qmdb_get*, qmdb_height and qmdb_root from any thread (under `rw` shared or `mu`);
+ * qmdb_stat, qmdb_prove and the check view are writer functions.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "db.h"
+#include "db_int.h"
+#include "hash.h"
+
+const char *
+qmdb_last_error(qmdb_db *db)
+{
+    return db ? db->err.msg : "";
+}
+
+uint64_t
+qmdb_height(qmdb_db *db)
+{
+    pthread_mutex_lock(&db->mu);
+    u64 h = db->meta.height;
+    pthread_mutex_unlock(&db->mu);
+    return h;
+}
+
+int
+qmdb_root(qmdb_db *db, uint64_t height, uint8_t out[32])
+{
+    if (db_fatal(db))
+        return QMDB_PANIC;
+    pthread_mutex_lock(&db->mu);
+    u64 top = db->meta.height;
+    if (height == UINT64_MAX || height == top)
+        memcpy(out, db->meta.state_root, 32);
+    pthread_mutex_unlock(&db->mu);
+    if (height == UINT64_MAX || height == top)
+        return 0;
+    if (height > top)
+        return qm_err_set(&db->err, QMDB_NOTFOUND, "height %" PRIu64 " is above the latest (%" PRIu64 ")",
+                          height, top);
+    return qm_roots_read(db->roots_fd, db->dir, height, out, &db->err);
+}
+
+int
+qmdb_shard_root(qmdb_db *db, unsigned shard, uint8_t out[32])
+{
+    if (db_fatal(db))
+        return QMDB_PANIC;
+    if (shard >= QM_SHARD_COUNT)
+        return QMDB_INVALID;
+    pthread_mutex_lock(&db->mu);
+    memcpy(out, db->meta.shard[shard].root, 32);
+    pthread_mutex_unlock(&db->mu);
+    return 0;
+}
+
+int
+qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_t *vlen)
+{
+    if (db_fatal(db))
+        return QMDB_PANIC;
+    if (!key || klen == 0 || klen > QMDB_MAX_KEY_LEN || (cap > 0 && !buf) || !vlen)
+        return QMDB_INVALID;
+    u8 kh[32];
+    qm_sha256(key, klen, kh);
+    qm_shard *s = &db->shard[qm_shard_of(kh)];
+    qm_entry e;
+    u64 pos;
+    u8 stackbuf[512];
+    qm_ebuf eb = {stackbuf, sizeof(stackbuf), NULL};
+    pthread_rwlock_rdlock(&db->rw);
+    int rc = qm_shard_get(s, kh, key, (u32)klen, &eb, &e, &pos);
+    /* A read between blocks is usually the read of a read-modify-write: keep the entry so
+     * that applying the write in the next block does not read it from the log again. */
+    if (!rc && !db->par.rdonly)
+        qm_shard_warm_put(s, pos, eb.p, e.stored_len, kh);
+    pthread_rwlock_unlock(&db->rw);
+    if (!rc) {
+        *vlen = e.vlen;
+        if (cap < e.vlen)
+            rc = QMDB_BUFFER_TOO_SMALL;
+        else
+            memcpy(buf, e.value, e.vlen);
+    }
+    qm_ebuf_free(&eb);
+    return rc;
+}
+
+/* Batched reads; committed: the durable state (pre-images of in-flight blocks first). */
+static int
+db_get_many(qmdb_db *db, qmdb_read *reads, size_t n, bool committed)
+{
+    if (db_fatal(db))
+        return QMDB_PANIC;
+    if (n > 0 && !reads)
+        return QMDB_INVALID;
+    pthread_rwlock_rdlock(&db->rw);
+    qm_undo *pre[2][QM_SHARD_COUNT];
+    unsigned npre = 0;
+    if (committed) {
+        /* Blocks durable+1 .. submitted are in flight (at most two); their maps stay intact
+         * while the reader lock is held. */
+        pthread_mutex_lock(&db->mu);
+        for (u64 h = db->meta.height + 1; h <= db->submitted && npre < 2; h++, npre++)
+            for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
+                pre[npre][i] = &db->undo[h & 1][i];
+        pthread_mutex_unlock(&db->mu);
+    }
+    /* Reads of the applied state in a writable database are the next block's reads. */
+    int rc = qm_get_many(db->shard, db->rio, reads, n, pre, npre, !committed && !db->par.rdonly);
+    pthread_rwlock_unlock(&db->rw);
+    return rc;
+}
+
+int
+qmdb_get_many(qmdb_db *db, qmdb_read *reads, size_t n)
+{
+    return db_get_many(db, reads, n, false);
+}
+
+int
+qmdb_get_many_committed(qmdb_db *db, qmdb_read *reads, size_t n)
+{
+    return db_get_many(db, reads, n, true);
+}
+
+int
+qmdb_get_committed(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap,
+                   size_t *vlen)
+{
+    if (!vlen)
+        return QMDB_INVALID;
+    qmdb_read r = {key, klen, buf, cap, 0, 0};
+    int rc = db_get_many(db, &r, 1, true);
+    if (rc)
+        return rc;
+    *vlen = r.vlen;
+    return r.rc;
+}
+
+int
+qmdb_stat(qmdb_db *db, qmdb_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    if (db_fatal(db))
+        return QMDB_PANIC;
+    QM_RET(db_drain(db));
+    st->height = db->meta.height;
+    for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
+        qm_shard *s = &db->shard[i];
+        st->live_with_sentries += s->live;
+        st->total_entries += s->tree.next_sn;
+        st->unpruned_entries += s->tree.next_sn - (s->tree.first_twig << QM_TWIG_SHIFT);
+        st->pruned_twigs += db->meta.shard[i].first_twig; /* twigs 0.., durable */
+        st->index_dram_bytes += qm_ix_dram_bytes(&s->index);
+        if (s->index.hyb) {
+            st->cache_dram_bytes += qm_hix_memo_bytes(s->index.hyb);
+            st->index_ssd_bytes += qm_hix_ssd_bytes(s->index.hyb);
+            st->index_merges += qm_hix_merges(s->index.hyb);
+            st->index_page_reads += qm_hix_page_reads(s->index.hyb);
+            st->indexer = QMDB_INDEXER_HYBRID;
+        }
+        st->index_resumed_shards += s->index_resumed;
+        st->tree_dram_bytes += qm_tree_dram_bytes(&s->tree);
+        st->entry_file_bytes += qm_hpfile_disk_bytes(&s->entries);
+        st->twig_file_bytes += qm_hpfile_disk_bytes(&s->twigs) + qm_hpfile_disk_bytes(&s->tmeta);
+        st->compactions += s->compactions;
+        pthread_mutex_lock(&s->warm_mu);
+        st->warm_hits += s->warm.hits;
+        st->cache_dram_bytes += qm_warm_dram_bytes(&s->warm);
+        pthread_mutex_unlock(&s->warm_mu);
+        st->cache_dram_bytes += qm_undo_dram_bytes(&db->undo[0][i]) +
+                                qm_undo_dram_bytes(&db->undo[1][i]);
+    }
+    st->batched_reads = db->rio ? qm_rio_reads(db->rio) : 0;
+    st->sha256_compressions = __atomic_load_n(&db->compressions, __ATOMIC_RELAXED);
+    st->blocks_committed = db->blocks;
+    st->pipeline = db->pipeline;
+    st->io_uring = db->rio && qm_rio_uring(db->rio);
+    st->live_entries = st->live_with_sentries - QM_SHARD_COUNT * QM_SENTRIES_PER_SHARD;
+    st->ssd_bytes = st->entry_file_bytes + st->twig_file_bytes + st->index_ssd_bytes +
+                    QM_ROOTS_REC * (db->meta.height + 1) + 2 * QM_META_SLOT;
+    st->compact_thres = db->par.compact_thres;
+    st->utilization_ratio = db->par.util_ratio;
+    st->utilization_div = db->par.util_div;
+    st->history_blocks = db->par.history_blocks;
+    return 0;
+}
+
+/* ---- Proofs: the prover's view of the handle (prover.h) --------------------------------- */
+
+int
+qmdb_prove(qmdb_db *db, const void *key, size_t klen, uint64_t height, uint8_t **out,
+           size_t *outlen)
+{
+    if (!db || !key || klen == 0 || klen > QMDB_MAX_KEY_LEN || !out || !outlen)
+        return QMDB_INVALID;
+    *out = NULL;
+    *outlen = 0;
+    if (db_fatal(db))
+        return QMDB_PANIC;
+    QM_RET(db_drain(db));
+    qm_proof_ctx ctx = {db->shard, db->meta.height, &db->err, &db->proof_cache};
+    return qm_prove(&ctx, key, klen, height, out, outlen);
+}
+
+/* ---- Offline check: the checker's view of the handle (check.h) -------------------------- */
+
+void
+qm_db_check_view(qmdb_db *db, qm_check_view *v)
+{
+    (void)db_drain(db);
+    v->dir = db->dir;
+    v->shards = db->shard;
+    v->meta = &db->meta;
+    v->roots_fd = db->roots_fd;
+}
