@@ -55,11 +55,7 @@ db_pools_new(qmdb_db *db)
 static int
 shard_tickets(qmdb_db *db, size_t i, u64 h)
 {
-    qm_shard *s = &db->shard[i];
-    qm_hp_ticket *t = db->tickets[h & 1][i];
-    QM_RET(qm_hpfile_sync_begin(&s->entries, &t[0]));
-    QM_RET(qm_hpfile_sync_begin(&s->twigs, &t[1]));
-    return qm_hpfile_sync_begin(&s->tmeta, &t[2]);
+    return qm_shard_sync_begin(&db->shard[i], db->tickets[h & 1][i]);
 }
 
 /* Update stage of one shard: apply, then write the buffers out and take the sync tickets. */
@@ -67,14 +63,8 @@ static int
 job_shard_update(void *arg, size_t i)
 {
     qmdb_db *db = arg;
-    qm_shard *s = &db->shard[i];
     u64 c0 = qm_hash_compressions();
-    qm_hpfile_close_cold(&s->entries);
-    qm_hpfile_close_cold(&s->twigs);
-    int rc = qm_shard_apply(s, db->commit_height, db->cs.ops[i], db->cs.n[i]);
-    pthread_mutex_lock(&s->warm_mu);
-    qm_warm_clear(&s->warm);
-    pthread_mutex_unlock(&s->warm_mu);
+    int rc = qm_shard_update(&db->shard[i], db->commit_height, db->cs.ops[i], db->cs.n[i]);
     if (!rc)
         rc = shard_tickets(db, i, db->commit_height);
     __atomic_fetch_add(&db->compressions, qm_hash_compressions() - c0, __ATOMIC_RELAXED);
@@ -100,13 +90,8 @@ job_shard_sync(void *arg, size_t i)
 {
     qm_meta *m = ((void **)arg)[1];
     qmdb_db *db = ((void **)arg)[0];
-    if (i < QM_SHARD_COUNT) {
-        qm_shard *s = &db->shard[i];
-        const qm_hp_ticket *t = db->tickets[m->height & 1][i];
-        QM_RET(qm_hpfile_sync_finish(&s->entries, &t[0]));
-        QM_RET(qm_hpfile_sync_finish(&s->twigs, &t[1]));
-        return qm_hpfile_sync_finish(&s->tmeta, &t[2]);
-    }
+    if (i < QM_SHARD_COUNT)
+        return qm_shard_sync_finish(&db->shard[i], db->tickets[m->height & 1][i]);
     /* The last job: the state root of this height goes to ROOTS, durably. */
     return qm_roots_store(db->roots_fd, db->dir, m->height, m->state_root, &db->err);
 }
@@ -194,17 +179,13 @@ db_update(qmdb_db *db, u64 h)
     /* Block h-2, whose pre-images this map held, is durable (U of h follows F of h-2). */
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
         qm_undo_clear(&db->undo[h & 1][i]);
-        db->shard[i].undo = &db->undo[h & 1][i];
-        /* Hybrid indexer: install a finished merge, start the next (writer lock held). */
-        if (db->shard[i].index.hyb)
-            QM_TRY(qm_hix_maintain(db->shard[i].index.hyb));
+        QM_TRY(qm_shard_begin_block(&db->shard[i], &db->undo[h & 1][i]));
     }
     if (db->rio)
         QM_TRY(qm_prefetch_block(db->shard, db->rio, &db->cs, &db->pf));
     QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_update, db));
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
-        if (db->shard[i].index.hyb)
-            qm_hix_memo_reset(db->shard[i].index.hyb);
+        qm_shard_end_update(&db->shard[i]);
     pthread_mutex_lock(&db->mu);
     db->submitted = h;
     pthread_mutex_unlock(&db->mu);
@@ -342,6 +323,22 @@ out:
 }
 
 int
+db_root(qmdb_db *db, u64 height, u8 out[32])
+{
+    pthread_mutex_lock(&db->mu);
+    u64 top = db->meta.height;
+    if (height == UINT64_MAX || height == top)
+        memcpy(out, db->meta.state_root, 32);
+    pthread_mutex_unlock(&db->mu);
+    if (height == UINT64_MAX || height == top)
+        return 0;
+    if (height > top)
+        return qm_err_set(&db->err, QMDB_NOTFOUND, "height %" PRIu64 " is above the latest (%" PRIu64 ")",
+                          height, top);
+    return qm_roots_read(db->roots_fd, db->dir, height, out, &db->err);
+}
+
+int
 qmdb_wait(qmdb_db *db, uint64_t height, uint8_t root_out[32])
 {
     if (height > db->submitted)
@@ -349,7 +346,7 @@ qmdb_wait(qmdb_db *db, uint64_t height, uint8_t root_out[32])
                           "block %" PRIu64 " was not submitted (last: %" PRIu64 ")", height,
                           db->submitted);
     QM_RET(db_wait_durable(db, height));
-    return root_out ? qmdb_root(db, height, root_out) : 0;
+    return root_out ? db_root(db, height, root_out) : 0;
 }
 
 int

@@ -98,6 +98,8 @@ QM_HIDDEN void db_fill_meta(qmdb_db *db, qm_meta *m, u64 height, u64 seq);
 QM_HIDDEN int db_make_durable(qmdb_db *db, qm_meta *m, bool block);
 /* Batched reads and, unless disabled, the flusher thread (at the end of an open). */
 QM_HIDDEN int db_pipeline_start(qmdb_db *db, const qmdb_options *opt);
+/* The root of height (UINT64_MAX: the latest durable one), from META or ROOTS. */
+QM_HIDDEN int db_root(qmdb_db *db, u64 height, u8 out[32]);
 /* Waits until everything submitted is durable (writer functions that read the trees). */
 QM_HIDDEN int db_drain(qmdb_db *db);
 

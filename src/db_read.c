@@ -36,17 +36,7 @@ qmdb_root(qmdb_db *db, uint64_t height, uint8_t out[32])
 {
     if (db_fatal(db))
         return QMDB_PANIC;
-    pthread_mutex_lock(&db->mu);
-    u64 top = db->meta.height;
-    if (height == UINT64_MAX || height == top)
-        memcpy(out, db->meta.state_root, 32);
-    pthread_mutex_unlock(&db->mu);
-    if (height == UINT64_MAX || height == top)
-        return 0;
-    if (height > top)
-        return qm_err_set(&db->err, QMDB_NOTFOUND, "height %" PRIu64 " is above the latest (%" PRIu64 ")",
-                          height, top);
-    return qm_roots_read(db->roots_fd, db->dir, height, out, &db->err);
+    return db_root(db, height, out);
 }
 
 int
@@ -155,28 +145,8 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
     QM_RET(db_drain(db));
     st->height = db->meta.height;
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
-        qm_shard *s = &db->shard[i];
-        st->live_with_sentries += s->live;
-        st->total_entries += s->tree.next_sn;
-        st->unpruned_entries += s->tree.next_sn - (s->tree.first_twig << QM_TWIG_SHIFT);
+        qm_shard_add_stats(&db->shard[i], st);
         st->pruned_twigs += db->meta.shard[i].first_twig; /* twigs 0.., durable */
-        st->index_dram_bytes += qm_ix_dram_bytes(&s->index);
-        if (s->index.hyb) {
-            st->cache_dram_bytes += qm_hix_memo_bytes(s->index.hyb);
-            st->index_ssd_bytes += qm_hix_ssd_bytes(s->index.hyb);
-            st->index_merges += qm_hix_merges(s->index.hyb);
-            st->index_page_reads += qm_hix_page_reads(s->index.hyb);
-            st->indexer = QMDB_INDEXER_HYBRID;
-        }
-        st->index_resumed_shards += s->index_resumed;
-        st->tree_dram_bytes += qm_tree_dram_bytes(&s->tree);
-        st->entry_file_bytes += qm_hpfile_disk_bytes(&s->entries);
-        st->twig_file_bytes += qm_hpfile_disk_bytes(&s->twigs) + qm_hpfile_disk_bytes(&s->tmeta);
-        st->compactions += s->compactions;
-        pthread_mutex_lock(&s->warm_mu);
-        st->warm_hits += s->warm.hits;
-        st->cache_dram_bytes += qm_warm_dram_bytes(&s->warm);
-        pthread_mutex_unlock(&s->warm_mu);
         st->cache_dram_bytes += qm_undo_dram_bytes(&db->undo[0][i]) +
                                 qm_undo_dram_bytes(&db->undo[1][i]);
     }

@@ -11,15 +11,7 @@
 
 #define QM_HASH_LEN 32
 
-/* One SHA-256 compression over `nblocks` 64-byte blocks, updating state[8]. */
-typedef void (*qm_sha256_compress_fn)(u32 state[8], const u8 *blocks, size_t nblocks);
-
-/* SHA-256 round constants (FIPS 180-4), 16-byte aligned. */
-QM_HIDDEN extern const u32 qm_sha256_k[64];
-
-QM_HIDDEN void qm_sha256_compress_portable(u32 state[8], const u8 *blocks, size_t nblocks);
-QM_HIDDEN void qm_sha256_compress_shani(u32 state[8], const u8 *blocks, size_t nblocks);
-QM_HIDDEN int qm_sha256_shani_supported(void);
+#include "hash_backend.h"
 
 enum { QM_HASH_AUTO = 0, QM_HASH_PORTABLE = 1, QM_HASH_SHANI = 2 };
 /* Selects the backend (tests only). Returns 0, or -1 if the backend is not supported. */

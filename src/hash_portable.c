@@ -3,7 +3,7 @@
  * hash_portable.c -- portable C SHA-256 compression function (FIPS 180-4), the reference
  * backend that the SHA-NI backend is checked against. Pure; any thread.
  */
-#include "hash.h"
+#include "hash_backend.h"
 
 /* The SHA-256 round constants, shared with the SHA-NI backend. */
 const u32 qm_sha256_k[64] __attribute__((aligned(16))) = {

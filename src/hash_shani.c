@@ -8,7 +8,7 @@
  * the form sha256rnds2 consumes. Each group of four rounds adds the round constants to four
  * message words and runs sha256rnds2 twice (two rounds each).
  */
-#include "hash.h"
+#include "hash_backend.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

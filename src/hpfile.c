@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * hpfile.c -- head-prunable segmented append-only file (format and rules in hpfile.h).
+ * hpfile.c -- head-prunable segmented append-only file (format and rules in hpfile.h), and
+ * qm_scan, a buffered sequential reader over one.
  * Thread: the owning shard's writer; readers and the flusher as hpfile.h allows.
  */
 #include "hpfile.h"
@@ -141,9 +142,12 @@ hp_write_files(qm_hpfile *f, const u8 *data, size_t len, u64 pos)
 }
 
 int
-qm_hpfile_open(qm_hpfile *f, const char *dir, const char *prefix, u64 seg_size, u64 head,
-               u64 size, size_t buf_cap, bool create, bool rdonly, qm_err *err)
+qm_hpfile_open(qm_hpfile *f, const qm_hpfile_cfg *cfg, qm_err *err)
 {
+    const char *dir = cfg->dir, *prefix = cfg->prefix;
+    u64 seg_size = cfg->seg_size, head = cfg->head, size = cfg->size;
+    size_t buf_cap = cfg->buf_cap;
+    bool create = cfg->create, rdonly = cfg->rdonly;
     memset(f, 0, sizeof(*f));
     pthread_mutex_init(&f->mu, NULL);
     f->err = err;
@@ -381,4 +385,52 @@ qm_hpfile_disk_bytes(const qm_hpfile *f)
 {
     u64 start = (f->head / f->seg_size) * f->seg_size;
     return f->size > start ? f->size - start : 0;
+}
+
+/* ---- Sequential reader (qm_scan) ---------------------------------------------------------- */
+
+int
+qm_scan_init(qm_scan *sc, qm_hpfile *f, size_t cap)
+{
+    memset(sc, 0, sizeof(*sc));
+    sc->f = f;
+    sc->buf = malloc(cap);
+    if (!sc->buf)
+        return -ENOMEM;
+    sc->cap = cap;
+    return 0;
+}
+
+void
+qm_scan_free(qm_scan *sc)
+{
+    free(sc->buf);
+    memset(sc, 0, sizeof(*sc));
+}
+
+int
+qm_scan_get(qm_scan *sc, u64 pos, size_t need, const u8 **p)
+{
+    if (pos >= sc->pos && pos + need <= sc->pos + sc->len) {
+        *p = sc->buf + (pos - sc->pos);
+        return 0;
+    }
+    if (need > sc->cap) {
+        u8 *nb = realloc(sc->buf, need);
+        if (!nb)
+            return -ENOMEM;
+        sc->buf = nb;
+        sc->cap = need;
+    }
+    size_t got;
+    sc->len = 0;
+    QM_RET(qm_hpfile_read_upto(sc->f, pos, sc->buf, sc->cap, &got));
+    sc->pos = pos;
+    sc->len = got;
+    if (got < need)
+        return qm_err_set(sc->f->err, QMDB_CORRUPT,
+                          "%s: entry at %" PRIu64 " runs past the end of the log (%" PRIu64 ")",
+                          sc->f->path_prefix, pos, sc->f->size);
+    *p = sc->buf;
+    return 0;
 }

@@ -44,14 +44,22 @@ typedef struct qm_hpfile {
     qm_err *err;
 } qm_hpfile;
 
+/* How to open one file (qm_hpfile_open). */
+typedef struct qm_hpfile_cfg {
+    const char *dir, *prefix; /* segments are dir/prefix.NNNNNNNNNN */
+    u64 seg_size;
+    u64 head, size;           /* committed values from the metadata (0, 0 when creating) */
+    size_t buf_cap;           /* write buffer (0: every append is written at once) */
+    bool create;              /* create an empty file */
+    bool rdonly;              /* open for reading only: nothing is cut, deleted or written */
+} qm_hpfile_cfg;
+
 /*
- * Opens (or, with create, creates an empty) file. head/size are the committed values from the
- * metadata. Segment files past `size` are cut back or deleted, and segments wholly below head
- * are deleted. Returns QMDB_CORRUPT if a committed segment is missing or too short.
+ * Opens (or, with create, creates an empty) file. Segment files past `size` are cut back or
+ * deleted, and segments wholly below head are deleted. Returns QMDB_CORRUPT if a committed
+ * segment is missing or too short.
  */
-QM_HIDDEN int qm_hpfile_open(qm_hpfile *f, const char *dir, const char *prefix, u64 seg_size,
-                             u64 head, u64 size, size_t buf_cap, bool create, bool rdonly,
-                             qm_err *err);
+QM_HIDDEN int qm_hpfile_open(qm_hpfile *f, const qm_hpfile_cfg *cfg, qm_err *err);
 QM_HIDDEN int qm_hpfile_close(qm_hpfile *f);
 
 /* Appends len bytes; *pos receives their logical offset. */
@@ -86,5 +94,20 @@ QM_HIDDEN int qm_hpfile_read_fd(qm_hpfile *f, u64 pos, bool direct, int *fd, u64
 QM_HIDDEN int qm_hpfile_prune_head(qm_hpfile *f, u64 new_head);
 /* Total bytes of kept segment data ([head rounded down to a segment, size)). */
 QM_HIDDEN u64 qm_hpfile_disk_bytes(const qm_hpfile *f);
+
+/* Sequential reader over an hpfile, buffered (recovery scans, the compaction cursor,
+ * history scans of the prover). */
+typedef struct qm_scan {
+    qm_hpfile *f;
+    u8 *buf;
+    size_t cap;
+    u64 pos; /* logical offset of buf[0] */
+    size_t len;
+} qm_scan;
+
+QM_HIDDEN int qm_scan_init(qm_scan *sc, qm_hpfile *f, size_t cap);
+QM_HIDDEN void qm_scan_free(qm_scan *sc);
+/* Makes [pos, pos+need) available; *p points at it (valid until the next call). */
+QM_HIDDEN int qm_scan_get(qm_scan *sc, u64 pos, size_t need, const u8 **p);
 
 #endif /* QM_HPFILE_H */

@@ -12,6 +12,8 @@
 #include "hindex.h"
 #include "indexer.h"
 
+#define QM_IX_PAGE QM_HIX_PAGE /* bytes of one index page read (qm_ix_page_of) */
+
 typedef struct qm_ix {
     qm_index mem;   /* in use when hyb is NULL */
     qm_hindex *hyb; /* the hybrid indexer, or NULL */
@@ -88,6 +90,56 @@ static inline u64
 qm_ix_dram_bytes(const qm_ix *x)
 {
     return x->hyb ? qm_hix_dram_bytes(x->hyb) : qm_index_dram_bytes(&x->mem);
+}
+
+/* Block boundaries (writer lock held): install a finished merge and start the next one. */
+static inline int
+qm_ix_maintain(qm_ix *x)
+{
+    return x->hyb ? qm_hix_maintain(x->hyb) : 0;
+}
+
+/* Lookup memo of one block's keys (hybrid: the prefetch stage's answers, reused by the update
+ * stage): room for n keys, and reset once the update stage is done. */
+static inline int
+qm_ix_memo_reserve(qm_ix *x, size_t n)
+{
+    return x->hyb ? qm_hix_memo_reserve(x->hyb, n) : 0;
+}
+
+static inline void
+qm_ix_memo_reset(qm_ix *x)
+{
+    if (x->hyb)
+        qm_hix_memo_reset(x->hyb);
+}
+
+/* False when looking kh up would wait for the device (a hybrid run page not in DRAM); the
+ * page is then *fd at *off (QM_HIX_PAGE bytes), to be read in a batch first. */
+static inline bool
+qm_ix_cached(qm_ix *x, const u8 kh[32])
+{
+    return !x->hyb || qm_hix_cached(x->hyb, kh);
+}
+
+static inline bool
+qm_ix_page_of(qm_ix *x, const u8 kh[32], int *fd, u64 *off)
+{
+    return x->hyb && qm_hix_page_of(x->hyb, kh, fd, off);
+}
+
+/* Adds the indexer's figures to st (DRAM of the index and memo, SSD, merges, page reads). */
+static inline void
+qm_ix_add_stats(const qm_ix *x, qmdb_stats *st)
+{
+    st->index_dram_bytes += qm_ix_dram_bytes(x);
+    if (x->hyb) {
+        st->cache_dram_bytes += qm_hix_memo_bytes(x->hyb);
+        st->index_ssd_bytes += qm_hix_ssd_bytes(x->hyb);
+        st->index_merges += qm_hix_merges(x->hyb);
+        st->index_page_reads += qm_hix_page_reads(x->hyb);
+        st->indexer = QMDB_INDEXER_HYBRID;
+    }
 }
 
 static inline void

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 
 #include "hash.h"
-#include "hindex.h"
+#include "ix.h"
 
 /* Bytes read per entry: covers typical entries (53 bytes + key + value); longer ones are
  * read again synchronously when used. */
@@ -128,10 +128,10 @@ pf_queue_page(qm_reqs *q, qm_shard *s, const u8 kh[32])
 {
     int fd;
     u64 off;
-    if (!s->index.hyb || !qm_hix_page_of(s->index.hyb, kh, &fd, &off))
+    if (!qm_ix_page_of(&s->index, kh, &fd, &off))
         return 0;
     QM_RET(qm_reqs_reserve(q, 1));
-    q->r[q->n++] = (qm_rreq){.fd = fd, .shard = s->id, .off = off, .len = QM_HIX_PAGE};
+    q->r[q->n++] = (qm_rreq){.fd = fd, .shard = s->id, .off = off, .len = QM_IX_PAGE};
     return 0;
 }
 
@@ -215,8 +215,7 @@ qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_pf *
      * page reads (phase one); the others are looked up at once. The lookups fill the memo
      * the update stage reads. */
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
-        if (shards[i].index.hyb)
-            QM_RET(qm_hix_memo_reserve(shards[i].index.hyb, cs->n[i]));
+        QM_RET(qm_ix_memo_reserve(&shards[i].index, cs->n[i]));
     /* Deferred lookups run a chunk at a time, so that the pages a chunk brought into the
      * page cache are still there when its lookups read them (a small memory cgroup). */
     size_t at = 0, from = 0;
@@ -228,7 +227,7 @@ qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_pf *
             *defer = 0;
             if (pf_seen(s, op))
                 continue;
-            if (s->index.hyb && !qm_hix_cached(s->index.hyb, op->kh)) {
+            if (!qm_ix_cached(&s->index, op->kh)) {
                 QM_RET(pf_queue_page(pq, s, op->kh));
                 *defer = 1;
                 if (pq->n >= PF_PAGE_CHUNK) {
@@ -379,7 +378,7 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
         qm_shard *s = &shards[qm_shard_of(kh[i])];
         if (npre && gm_pre(pre, npre, s->id, kh[i], &rd[i])) {
             slot[i].n = GM_ANSWERED;
-        } else if (rio && s->index.hyb && !qm_hix_cached(s->index.hyb, kh[i])) {
+        } else if (rio && !qm_ix_cached(&s->index, kh[i])) {
             QM_TRY(pf_queue_page(&pq, s, kh[i]));
             slot[i].n = GM_DEFER;
         } else {

@@ -341,24 +341,8 @@ qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
     s->par = par;
     s->err = err;
     qm_index_init(&s->index.mem);
-    int rc = qm_tree_init(&s->tree);
-    if (rc)
-        return rc;
-    u64 nfull = m->next_sn >> QM_TWIG_SHIFT;
-    char name[32];
-    snprintf(name, sizeof(name), "s%02x.entries", id);
-    QM_RET(qm_hpfile_open(&s->entries, dir, name, par->entry_seg, m->entry_head, m->entry_size,
-                          1 << 20, false, par->rdonly, err));
-    snprintf(name, sizeof(name), "s%02x.twig", id);
-    QM_RET(qm_hpfile_open(&s->twigs, dir, name, par->twig_seg, m->first_twig * QM_TWIG_REC,
-                          nfull * QM_TWIG_REC, 0, false, par->rdonly, err));
-    snprintf(name, sizeof(name), "s%02x.tmeta", id);
-    QM_RET(qm_hpfile_open(&s->tmeta, dir, name, 1ull << 30, 0, nfull * QM_TMETA_REC,
-                          64 * QM_TMETA_REC, false, par->rdonly, err));
-    QM_RET(qm_scan_init(&s->cursor, &s->entries, 64 * 1024));
-    s->twigrec = malloc(QM_TWIG_REC);
-    if (!s->twigrec)
-        return -ENOMEM;
+    QM_RET(qm_shard_open_files(s, dir, m));
+    int rc;
     s->sn_start = m->sn_start;
     s->sn_start_pos = m->sn_start_pos;
     s->live = m->live;

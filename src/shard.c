@@ -110,52 +110,6 @@ qm_shard_op_positions(qm_shard *s, const u8 kh[32], enum qm_pred pred, u64 *out,
 }
 
 int
-qm_scan_init(qm_scan *sc, qm_hpfile *f, size_t cap)
-{
-    memset(sc, 0, sizeof(*sc));
-    sc->f = f;
-    sc->buf = malloc(cap);
-    if (!sc->buf)
-        return -ENOMEM;
-    sc->cap = cap;
-    return 0;
-}
-
-void
-qm_scan_free(qm_scan *sc)
-{
-    free(sc->buf);
-    memset(sc, 0, sizeof(*sc));
-}
-
-int
-qm_scan_get(qm_scan *sc, u64 pos, size_t need, const u8 **p)
-{
-    if (pos >= sc->pos && pos + need <= sc->pos + sc->len) {
-        *p = sc->buf + (pos - sc->pos);
-        return 0;
-    }
-    if (need > sc->cap) {
-        u8 *nb = realloc(sc->buf, need);
-        if (!nb)
-            return -ENOMEM;
-        sc->buf = nb;
-        sc->cap = need;
-    }
-    size_t got;
-    sc->len = 0;
-    QM_RET(qm_hpfile_read_upto(sc->f, pos, sc->buf, sc->cap, &got));
-    sc->pos = pos;
-    sc->len = got;
-    if (got < need)
-        return qm_err_set(sc->f->err, QMDB_CORRUPT,
-                          "%s: entry at %" PRIu64 " runs past the end of the log (%" PRIu64 ")",
-                          sc->f->path_prefix, pos, sc->f->size);
-    *p = sc->buf;
-    return 0;
-}
-
-int
 qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
 {
     u32 wlen = 0;
@@ -341,6 +295,31 @@ shard_append(qm_shard *s, int kind, const u8 *key, u32 klen, const u8 *val, u32 
 }
 
 int
+qm_shard_open_files(qm_shard *s, const char *dir, const qm_shard_meta *m)
+{
+    const qm_params *par = s->par;
+    u64 nfull = m ? m->next_sn >> QM_TWIG_SHIFT : 0;
+    bool create = m == NULL, ro = par->rdonly;
+    char e[32], t[32], tm[32];
+    snprintf(e, sizeof(e), "s%02x.entries", s->id);
+    snprintf(t, sizeof(t), "s%02x.twig", s->id);
+    snprintf(tm, sizeof(tm), "s%02x.tmeta", s->id);
+    qm_hpfile_cfg ce = {dir, e, par->entry_seg, m ? m->entry_head : 0, m ? m->entry_size : 0,
+                        1 << 20, create, ro};
+    qm_hpfile_cfg ct = {dir, t, par->twig_seg, m ? m->first_twig * QM_TWIG_REC : 0,
+                        nfull * QM_TWIG_REC, 0, create, ro};
+    qm_hpfile_cfg cm = {dir, tm, 1ull << 30, 0, nfull * QM_TMETA_REC, 64 * QM_TMETA_REC, create,
+                        ro};
+    QM_RET(qm_hpfile_open(&s->entries, &ce, s->err));
+    QM_RET(qm_hpfile_open(&s->twigs, &ct, s->err));
+    QM_RET(qm_hpfile_open(&s->tmeta, &cm, s->err));
+    QM_RET(qm_tree_init(&s->tree));
+    QM_RET(qm_scan_init(&s->cursor, &s->entries, 64 * 1024));
+    s->twigrec = malloc(QM_TWIG_REC);
+    return s->twigrec ? 0 : -ENOMEM;
+}
+
+int
 qm_shard_create(qm_shard *s, unsigned id, const char *dir, const qm_params *par, qm_err *err)
 {
     memset(s, 0, sizeof(*s));
@@ -351,20 +330,8 @@ qm_shard_create(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
     qm_index_init(&s->index.mem);
     if (par->hybrid)
         QM_RET(qm_hix_new(dir, id, par->hix_merge, &s->index.hyb, err));
-    char name[32];
+    QM_RET(qm_shard_open_files(s, dir, NULL));
     int rc;
-    snprintf(name, sizeof(name), "s%02x.entries", id);
-    QM_RET(qm_hpfile_open(&s->entries, dir, name, par->entry_seg, 0, 0, 1 << 20, true, false, err));
-    snprintf(name, sizeof(name), "s%02x.twig", id);
-    QM_RET(qm_hpfile_open(&s->twigs, dir, name, par->twig_seg, 0, 0, 0, true, false, err));
-    snprintf(name, sizeof(name), "s%02x.tmeta", id);
-    QM_RET(qm_hpfile_open(&s->tmeta, dir, name, 1ull << 30, 0, 0, 64 * QM_TMETA_REC, true, false,
-                          err));
-    QM_RET(qm_tree_init(&s->tree));
-    QM_RET(qm_scan_init(&s->cursor, &s->entries, 64 * 1024));
-    s->twigrec = malloc(QM_TWIG_REC);
-    if (!s->twigrec)
-        return -ENOMEM;
     u8 buf[128];
     for (unsigned i = 0; i < QM_SENTRIES_PER_SHARD; i++) {
         u32 len = qm_sentry_encode(id, i, buf);
@@ -584,4 +551,63 @@ qm_shard_after_commit(qm_shard *s, u64 ft)
     int rc = qm_hpfile_prune_head(&s->entries, head);
     int rc2 = qm_hpfile_prune_head(&s->twigs, ft * QM_TWIG_REC);
     return rc ? rc : rc2;
+}
+
+int
+qm_shard_begin_block(qm_shard *s, struct qm_undo *undo)
+{
+    s->undo = undo;
+    return qm_ix_maintain(&s->index);
+}
+
+int
+qm_shard_update(qm_shard *s, u64 height, const qm_op *ops, size_t n)
+{
+    qm_hpfile_close_cold(&s->entries);
+    qm_hpfile_close_cold(&s->twigs);
+    int rc = qm_shard_apply(s, height, ops, n);
+    pthread_mutex_lock(&s->warm_mu);
+    qm_warm_clear(&s->warm);
+    pthread_mutex_unlock(&s->warm_mu);
+    return rc;
+}
+
+void
+qm_shard_end_update(qm_shard *s)
+{
+    qm_ix_memo_reset(&s->index);
+}
+
+int
+qm_shard_sync_begin(qm_shard *s, qm_hp_ticket t[3])
+{
+    QM_RET(qm_hpfile_sync_begin(&s->entries, &t[0]));
+    QM_RET(qm_hpfile_sync_begin(&s->twigs, &t[1]));
+    return qm_hpfile_sync_begin(&s->tmeta, &t[2]);
+}
+
+int
+qm_shard_sync_finish(qm_shard *s, const qm_hp_ticket t[3])
+{
+    QM_RET(qm_hpfile_sync_finish(&s->entries, &t[0]));
+    QM_RET(qm_hpfile_sync_finish(&s->twigs, &t[1]));
+    return qm_hpfile_sync_finish(&s->tmeta, &t[2]);
+}
+
+void
+qm_shard_add_stats(qm_shard *s, qmdb_stats *st)
+{
+    st->live_with_sentries += s->live;
+    st->total_entries += s->tree.next_sn;
+    st->unpruned_entries += s->tree.next_sn - (s->tree.first_twig << QM_TWIG_SHIFT);
+    qm_ix_add_stats(&s->index, st);
+    st->index_resumed_shards += s->index_resumed;
+    st->tree_dram_bytes += qm_tree_dram_bytes(&s->tree);
+    st->entry_file_bytes += qm_hpfile_disk_bytes(&s->entries);
+    st->twig_file_bytes += qm_hpfile_disk_bytes(&s->twigs) + qm_hpfile_disk_bytes(&s->tmeta);
+    st->compactions += s->compactions;
+    pthread_mutex_lock(&s->warm_mu);
+    st->warm_hits += s->warm.hits;
+    st->cache_dram_bytes += qm_warm_dram_bytes(&s->warm);
+    pthread_mutex_unlock(&s->warm_mu);
 }

@@ -51,15 +51,6 @@ typedef struct qm_ebuf {
     u8 *own;
 } qm_ebuf;
 
-/* Sequential reader over an hpfile (recovery scans and the compaction cursor). */
-typedef struct qm_scan {
-    qm_hpfile *f;
-    u8 *buf;
-    size_t cap;
-    u64 pos;   /* logical offset of buf[0] */
-    size_t len;
-} qm_scan;
-
 /* One operation of a block, as the updater sees it (after last-op-wins). */
 typedef struct qm_op {
     u8 kh[32];
@@ -100,6 +91,10 @@ QM_HIDDEN int qm_shard_create(qm_shard *s, unsigned id, const char *dir, const q
 QM_HIDDEN int qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
                             const qm_shard_meta *m, qm_err *err);
 QM_HIDDEN void qm_shard_close(qm_shard *s);
+/* Opens the shard's three files, its tree and its log cursor (s->id, s->par, s->err set):
+ * from the committed sizes in m, or new and empty when m is NULL. The one opening path of
+ * qm_shard_create and qm_shard_open. */
+QM_HIDDEN int qm_shard_open_files(qm_shard *s, const char *dir, const qm_shard_meta *m);
 /* With the hybrid indexer: writes its checkpoint of the committed state at `height` (all of
  * the shard's blocks must be durable), so that the next fast open skips the log scan.
  * No-op otherwise (recover.c). */
@@ -116,6 +111,19 @@ QM_HIDDEN void qm_shard_meta_fill(const qm_shard *s, qm_shard_meta *m);
 /* After metadata with first_twig ft is durable: frees those twigs, deletes the pruned
  * segments. */
 QM_HIDDEN int qm_shard_after_commit(qm_shard *s, u64 ft);
+
+/* The update stage of one block (writer lock held): qm_shard_begin_block (pre-images go to
+ * undo; the hybrid indexer's maintenance), qm_shard_update (apply the ops, drop the warm
+ * cache), qm_shard_sync_begin (write the buffers out, take the block's sync tickets of the
+ * entry log, twig file and twig-meta file, in that order), then qm_shard_end_update. The
+ * flush stage calls qm_shard_sync_finish with the same tickets. */
+QM_HIDDEN int qm_shard_begin_block(qm_shard *s, struct qm_undo *undo);
+QM_HIDDEN int qm_shard_update(qm_shard *s, u64 height, const qm_op *ops, size_t n);
+QM_HIDDEN int qm_shard_sync_begin(qm_shard *s, qm_hp_ticket t[3]);
+QM_HIDDEN void qm_shard_end_update(qm_shard *s);
+QM_HIDDEN int qm_shard_sync_finish(qm_shard *s, const qm_hp_ticket t[3]);
+/* Adds the shard's figures to st (entries, DRAM, SSD, compactions, warm cache). */
+QM_HIDDEN void qm_shard_add_stats(qm_shard *s, qmdb_stats *st);
 
 /* Prefetch support: the log positions an operation on kh may read: its index candidates
  * (the first *nkey of out), then per pred the predecessor's candidates (deletes always read
@@ -144,9 +152,5 @@ QM_HIDDEN int qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen
 QM_HIDDEN int qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *buf, qm_entry *e);
 
 QM_HIDDEN void qm_ebuf_free(qm_ebuf *b);
-QM_HIDDEN int qm_scan_init(qm_scan *sc, qm_hpfile *f, size_t cap);
-QM_HIDDEN void qm_scan_free(qm_scan *sc);
-/* Makes [pos, pos+need) available; *p points at it (valid until the next call). */
-QM_HIDDEN int qm_scan_get(qm_scan *sc, u64 pos, size_t need, const u8 **p);
 
 #endif /* QM_SHARD_H */

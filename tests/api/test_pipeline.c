@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_pipeline.c -- the block pipeline and batched reads (issue 6), through qmdb.h only.
+ * test_pipeline.c -- the block pipeline and batched reads, through qmdb.h only.
  *
  *  equivalence  two databases get the same randomized blocks: A pipelined (qmdb_submit, then
  *               qmdb_wait one block behind) with read-modify-writes through qmdb_get_many,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_corrupt.c -- corruption detection (issue 5, items 3 and 4). Single-threaded.
+ * test_corrupt.c -- corruption detection (docs/RELIABILITY.md). Single-threaded.
  *
  *   test_corrupt flips N SEED   builds a database (workload.h: compaction, pruning, several
  *                               segments), then N times flips one random byte of a random

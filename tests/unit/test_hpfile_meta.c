@@ -29,7 +29,7 @@ test_hpfile(void)
     qm_err err = {{0}};
     qm_hpfile f;
     const uint64_t seg = 65536;
-    CHECK_OK(qm_hpfile_open(&f, dir, "h", seg, 0, 0, 1000, true, false, &err));
+    CHECK_OK(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 0, 0, 1000, true, false}, &err));
     static unsigned char data[300000];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (unsigned char)(i * 7 + (i >> 9));
@@ -57,7 +57,7 @@ test_hpfile(void)
     CHECK(exists("h.0000000004"));
     qm_hpfile_close(&f);
 
-    CHECK_OK(qm_hpfile_open(&f, dir, "h", seg, 0, committed, 1000, false, false, &err));
+    CHECK_OK(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 0, committed, 1000, false, false}, &err));
     CHECK(!exists("h.0000000004")); /* wholly uncommitted segment removed */
     memset(back, 0, sizeof(back));
     CHECK_OK(qm_hpfile_read(&f, 0, back, committed));
@@ -77,16 +77,16 @@ test_hpfile(void)
     qm_hpfile_close(&f);
 
     /* A committed segment that is missing or short is corruption, not a crash. */
-    CHECK_OK(qm_hpfile_open(&f, dir, "h", seg, 140000, committed, 1000, false, false, &err));
+    CHECK_OK(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 1000, false, false}, &err));
     qm_hpfile_close(&f);
     char p[512];
     snprintf(p, sizeof(p), "%s/h.0000000003", dir);
     CHECK(truncate(p, 100) == 0);
-    CHECK_RC(qm_hpfile_open(&f, dir, "h", seg, 140000, committed, 1000, false, false, &err),
+    CHECK_RC(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 1000, false, false}, &err),
              QMDB_CORRUPT);
     CHECK(strstr(err.msg, "h.0000000003") != NULL);
     CHECK(unlink(p) == 0);
-    CHECK_RC(qm_hpfile_open(&f, dir, "h", seg, 140000, committed, 1000, false, false, &err),
+    CHECK_RC(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 1000, false, false}, &err),
              QMDB_CORRUPT);
 }
 
