@@ -2,7 +2,7 @@
 # deps.sh -- installs the Debian 12 packages qmdb needs to build, test and benchmark.
 # Idempotent: packages already present are left alone. Run as root (or with sudo).
 set -eu
-PKGS="build-essential cmake ninja-build pkg-config liburing-dev libssl-dev librocksdb-dev liblmdb-dev clang-format gnuplot-nox jq"
+PKGS="build-essential cmake ninja-build pkg-config liburing-dev libssl-dev librocksdb-dev liblmdb-dev clang-format gnuplot-nox jq python3"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -2,10 +2,13 @@
 # test.sh -- the README's test command: installs dependencies, builds the `dev` preset
 # (Debug, ASan + UBSan, -Werror) and runs every CTest test, then builds the `tsan` preset
 # (ThreadSanitizer) and runs the threaded tests there (worker pool, API, block pipeline,
-# randomized model with the pipeline on). Used by .ci/run unchanged.
+# randomized model with the pipeline on). Before building, the style gates: the layer table
+# (scripts/check_layers.py). Used by .ci/run unchanged.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+# Style gates: every #include in src/ against the layer table in docs/DESIGN.md.
+python3 scripts/check_layers.py
 cmake --preset dev
 cmake --build --preset dev
 ctest --preset dev
