@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * calibrate.c -- device and hash calibration for qmdb-bench. See calibrate.h.
+ * Owns: the calibration file, the timed write/read loops and the SHA-256 loop.
+ * Threads: the main thread, before any engine runs (io_uring for the QD32 test).
  */
 #include "calibrate.h"
 #include "report.h"

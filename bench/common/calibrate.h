@@ -6,6 +6,7 @@
  * (O_DIRECT, fdatasync at the end), random 4 KiB read IOPS at QD1 (pread) and QD32
  * (io_uring) on a temp file of at least 256 MiB under the DB directory, and SHA-256 MB/s via
  * OpenSSL.
+ * Threads: the main thread of qmdb-bench, before the engines run.
  */
 #ifndef BENCH_CALIBRATE_H
 #define BENCH_CALIBRATE_H

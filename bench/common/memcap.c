@@ -6,6 +6,8 @@
  * limit that already applies to the process still applies, and nothing outside that subtree
  * is touched. On cgroup v2 the parent must delegate the memory controller
  * (cgroup.subtree_control); when it cannot, the cap is not applied and the run says so.
+ * Owns: the cgroup files of the capped group (see memcap.h for the whole list).
+ * Threads: the main thread of qmdb-bench.
  */
 #include "memcap.h"
 

@@ -7,6 +7,7 @@
  * (memory.max or memory.limit_in_bytes), moving the process in, reading the group's usage
  * (memory.current or memory.usage_in_bytes; page cache included), and moving back out and
  * removing the group at the end.
+ * Threads: the main thread of qmdb-bench (the cap then covers every thread of the process).
  */
 #ifndef BENCH_MEMCAP_H
 #define BENCH_MEMCAP_H

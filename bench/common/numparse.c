@@ -2,6 +2,7 @@
 /*
  * numparse.c -- bench_parse_u64, the one number parser of the qmdb-bench flags (see
  * numparse.h). Threads: any (pure function).
+ * Owns: bench_parse_u64.
  */
 #include "numparse.h"
 

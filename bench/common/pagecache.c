@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pagecache.c -- bench_drop_page_cache (see pagecache.h). Threads: the main thread.
+ * Owns: bench_drop_page_cache.
  */
 #include "pagecache.h"
 

@@ -3,6 +3,7 @@
  * registry.c -- the engine registry (engine_lookup), the engine-list parser and the
  * process-wide globals of qmdb-bench. See registry.h.
  * Threads: the main thread; bench_stop is also set from signal handlers.
+ * Owns: the registry table of engine names and the three globals.
  */
 #include "registry.h"
 #include "engines.h"

@@ -2,6 +2,9 @@
 /*
  * report.c -- clock, latency histogram, timeline, /proc and getrusage sampling, du/rm -rf and
  * the JSON writer used by qmdb-bench. See report.h.
+ * Owns: the implementations listed in report.h, plus lat_summarize, jw_lat and the results
+ * files written through PATH.tmp (jw_file_open / jw_file_commit).
+ * Threads: the thread that runs the engine (the main thread); nothing here is shared.
  */
 #include "report.h"
 

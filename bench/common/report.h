@@ -5,6 +5,10 @@
  * Owns: the monotonic clock, the log-linear latency histogram, the per-second throughput
  * timeline, sampling of /proc/diskstats, /proc/self/status and getrusage, directory size
  * (du) and removal, and a minimal hand-written JSON writer.
+ * Also the latency summaries (lat_sum) and their JSON objects, and writing a results file
+ * through PATH.tmp and a rename (jw_file_open / jw_file_commit), shared by the main run,
+ * `ycsb` and `replay`.
+ * Threads: any; each histogram, timeline and writer belongs to one thread (the main thread).
  */
 #ifndef BENCH_REPORT_H
 #define BENCH_REPORT_H

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * zipf.c -- the YCSB zipfian rank and its constants (see zipf.h). Threads: any.
+ * Owns: the zeta sums, eta and the rank draw.
  */
 #include "zipf.h"
 

@@ -2,6 +2,8 @@
 /*
  * bench.h -- shared types of the qmdb-bench driver: the run configuration and the per-engine
  * and per-phase result records that bench_run.c fills and bench_main.c writes as JSON.
+ * Owns: bench_cfg, phase_rec, engine_rec and bench_run_engine's contract; the engine registry
+ * and globals are in common/registry.h. Threads: the main thread of qmdb-bench.
  */
 #ifndef BENCH_BENCH_H
 #define BENCH_BENCH_H

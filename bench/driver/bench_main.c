@@ -6,6 +6,7 @@
  * the memory cap, calibration, running each requested engine side by side (each in its own
  * subdirectory of --db-dir), the final "Results summary" and the JSON results file.
  * Run `qmdb-bench --help`; docs/BENCH.md describes every flag and output line.
+ * Threads: the main thread; SIGINT/SIGTERM only set bench_stop (common/registry.c).
  */
 #include "bench.h"
 #include "numparse.h"

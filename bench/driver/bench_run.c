@@ -6,6 +6,7 @@
  * and a read phase; at the end inserts, deletes, read-miss and the transaction mix), the
  * timing of each phase, the progress lines on stderr, and the per-phase output lines
  * (`<phase>@<entries> entries: ...`, TEST_REPORT, MEM, SSD, CPU).
+ * Threads: the main thread of qmdb-bench (engines may run their own background threads).
  */
 #include "bench.h"
 #include "pagecache.h"

@@ -1,6 +1,7 @@
 # check_smoke_json.cmake -- checks the JSON written by the bench_smoke test: it exists, says
 # "ok": true, and holds every phase name for every engine of the smoke run; for the mpt engine
 # also a non-empty state root and a live key count equal to the last phase's entries.
+# Owns: the smoke run's JSON assertions. Threads: one `cmake -P` process, after bench_smoke.
 # Usage: cmake -DJSON=file -DENGINES=a,b,c -P check_smoke_json.cmake
 cmake_minimum_required(VERSION 3.20)
 if(NOT EXISTS "${JSON}")

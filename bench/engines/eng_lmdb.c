@@ -9,6 +9,7 @@
  * use one long-lived read txn that is reset/renewed after each commit; reads inside a block
  * go through the open write txn. Ordered scans (YCSB workload E) use a cursor on the same
  * txn a get would use.
+ * Threads: the driver's thread (the main thread of qmdb-bench).
  */
 #include "engines.h"
 

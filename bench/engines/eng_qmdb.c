@@ -11,6 +11,7 @@
  * qmdb_commit (the paper's pipeline-off ablation). Engine "qmdb-hybrid" is "qmdb" with the
  * hybrid indexer (QMDB_INDEXER_HYBRID). Every block is fsynced either way (qmdb
  * has no D0 tier). Reads: qmdb_get, and qmdb_get_many for the driver's batches.
+ * Threads: the driver's thread calls the adapter; qmdb runs its pipeline threads itself.
  */
 #include "engines.h"
 

@@ -8,6 +8,8 @@
  *  - rocksdb-default: rocksdb_options_create() defaults plus create_if_missing.
  * Both: one WriteBatch per block, written with sync=1 at D1 and sync=0 at D0 (WAL on);
  * ordered scans with one iterator per scan (YCSB workload E).
+ * Threads: the driver's thread calls the adapter; RocksDB runs its own flush/compaction
+ * threads.
  */
 #include "engines.h"
 #include "rocksdb_tune.h"

@@ -4,6 +4,7 @@
  * A block cache of C/2 with the default two 64 MiB memtables was OOM-killed in a 512 MiB
  * cgroup at 38.4M of 50M entries (anonymous RSS 511 MiB): hence 3C/8 + C/8.
  * Thread: whichever thread opens the engine.
+ * Owns: the option values and bench_rocksdb_cache_budget.
  */
 #include "rocksdb_tune.h"
 

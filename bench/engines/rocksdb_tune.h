@@ -4,6 +4,7 @@
  * rocksdb engine (eng_rocksdb.c) and the MPT baseline (mpt.c), and the split of a memory
  * cap between their block cache and memtables.
  * Thread: whichever thread opens the engine.
+ * Owns: the declarations of the tuned options and the cache split.
  */
 #ifndef BENCH_ROCKSDB_TUNE_H
 #define BENCH_ROCKSDB_TUNE_H

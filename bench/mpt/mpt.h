@@ -33,6 +33,7 @@
  *
  * Threading: an mpt handle is used by one thread at a time (the bench driver's thread);
  * RocksDB's own background threads flush and compact.
+ * Owns: the mpt handle API (open, put/del/get, commit, scan) and the on-disk format above.
  */
 #ifndef BENCH_MPT_H
 #define BENCH_MPT_H

@@ -3,6 +3,7 @@
  * mpt_cache.c -- the clean-node LRU cache of the MPT baseline (see mpt_cache.h). Entries
  * are charged their size plus header and bucket overhead against the byte budget.
  * Thread: whoever owns the mpt handle (no locking).
+ * Owns: the cache's hash table, LRU list and byte accounting.
  */
 #include "mpt_cache.h"
 

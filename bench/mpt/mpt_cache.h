@@ -7,6 +7,7 @@
  * the entry at their path, nodes whose path disappeared are removed), so an entry always
  * holds the committed node at that path.
  * Thread: whoever owns the mpt handle (no locking).
+ * Owns: the mpt_cache type and its API.
  */
 #ifndef BENCH_MPT_CACHE_H
 #define BENCH_MPT_CACHE_H

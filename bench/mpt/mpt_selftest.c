@@ -12,6 +12,7 @@
  * exactly the reference trie's nodes (no stale path left by a collapse) and the flat table
  * exactly the live keys and values; hand-made collapses check the stored paths by name.
  * Usage: mpt_selftest DIR (a scratch directory, deleted and recreated). Single-threaded.
+ * Owns: the reference trie builder and the checks above.
  */
 #include "engines.h"
 #include "mpt.h"

@@ -16,8 +16,10 @@
  * ./proof-bench-db), which must not exist; removed at the end unless --keep.
  *
  * Thread: single.
+ * Owns: the proof benchmark's flags, load, claims, timing and output lines.
  */
 #include "qmdb.h"
+#include "rng.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -36,10 +38,7 @@ now_s(void)
 static uint64_t
 mix(uint64_t z)
 {
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return rng_splitmix64(z);
 }
 
 static void
@@ -79,76 +78,209 @@ report(const kind_stats *k)
            k->n, k->n / k->gen_s, k->n / k->ver_s, k->bytes / (double)k->n);
 }
 
-int
-main(int argc, char **argv)
+/* The command line. */
+typedef struct pb_cfg {
+    uint64_t n, m, block_ops;
+    const char *dir;
+    int keep;
+} pb_cfg;
+
+/* The loaded database: keys i < nupd have value version u at height hl + u (u = 1..4). */
+typedef struct pb_db {
+    qmdb_db *db;
+    uint8_t root[32];
+    uint64_t h, hl, nupd;
+    double load_s;
+} pb_db;
+
+/* Parses the flags into c. Returns -1 to go on, else the exit status. */
+static int
+parse_args(pb_cfg *c, int argc, char **argv)
 {
-    uint64_t n = 1000000, m = 100000, block_ops = 100000;
-    const char *dir = "./proof-bench-db";
-    int keep = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--entries") == 0 && i + 1 < argc)
-            n = strtoull(argv[++i], NULL, 10);
+            c->n = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--proofs") == 0 && i + 1 < argc)
-            m = strtoull(argv[++i], NULL, 10);
+            c->m = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--block-ops") == 0 && i + 1 < argc)
-            block_ops = strtoull(argv[++i], NULL, 10);
+            c->block_ops = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-            dir = argv[++i];
+            c->dir = argv[++i];
         else if (strcmp(argv[i], "--keep") == 0)
-            keep = 1;
+            c->keep = 1;
         else {
             fprintf(stderr, "usage: qmdb-proof-bench [--entries N] [--proofs M] [--dir DIR] "
                             "[--block-ops B] [--keep]\n");
             return 2;
         }
     }
-    if (n == 0 || m == 0 || block_ops == 0)
+    if (c->n == 0 || c->m == 0 || c->block_ops == 0)
         return 2;
-    int rc = qmdb_create(dir, NULL);
+    return -1;
+}
+
+/* Creates and opens the database, loads n keys in blocks of block_ops, then commits the 4
+ * update blocks over the first nupd keys. */
+static void
+load_db(const pb_cfg *c, pb_db *d)
+{
+    int rc = qmdb_create(c->dir, NULL);
     if (rc)
         die(qmdb_open_error(), rc);
-    qmdb_db *db;
-    if ((rc = qmdb_open(dir, NULL, &db)) != 0)
+    if ((rc = qmdb_open(c->dir, NULL, &d->db)) != 0)
         die("open", rc);
     qmdb_batch *b;
     if ((rc = qmdb_batch_new(&b)) != 0)
         die("batch", rc);
-    uint8_t key[16], val[32], root[32];
-    uint64_t h = 0;
+    uint8_t key[16], val[32];
+    d->h = 0;
     double t0 = now_s();
-    for (uint64_t i = 0; i < n; i++) {
+    for (uint64_t i = 0; i < c->n; i++) {
         make_key(i, key);
         make_val(i, 0, val);
         if ((rc = qmdb_batch_put(b, key, 16, val, 32)) != 0)
             die("put", rc);
-        if ((i + 1) % block_ops == 0 || i + 1 == n) {
-            if ((rc = qmdb_commit(db, ++h, b, root)) != 0)
+        if ((i + 1) % c->block_ops == 0 || i + 1 == c->n) {
+            if ((rc = qmdb_commit(d->db, ++d->h, b, d->root)) != 0)
                 die("commit", rc);
             qmdb_batch_reset(b);
         }
     }
-    double load_s = now_s() - t0;
+    d->load_s = now_s() - t0;
     /* 4 update blocks over the first keys: key i < nupd has value version u at height hl+u. */
-    uint64_t hl = h, nupd = n / 10 < block_ops ? n / 10 : block_ops;
-    if (nupd == 0)
-        nupd = 1;
+    d->hl = d->h;
+    d->nupd = c->n / 10 < c->block_ops ? c->n / 10 : c->block_ops;
+    if (d->nupd == 0)
+        d->nupd = 1;
     for (uint64_t u = 1; u <= 4; u++) {
-        for (uint64_t i = 0; i < nupd; i++) {
+        for (uint64_t i = 0; i < d->nupd; i++) {
             make_key(i, key);
             make_val(i, u, val);
             if ((rc = qmdb_batch_put(b, key, 16, val, 32)) != 0)
                 die("put", rc);
         }
-        if ((rc = qmdb_commit(db, ++h, b, root)) != 0)
+        if ((rc = qmdb_commit(d->db, ++d->h, b, d->root)) != 0)
             die("commit", rc);
         qmdb_batch_reset(b);
     }
     qmdb_batch_free(b);
-    fprintf(stderr, "loaded %" PRIu64 " keys in %.1f s (%.0f keys/s), height %" PRIu64 "\n", n,
-            load_s, n / load_s, h);
+    fprintf(stderr, "loaded %" PRIu64 " keys in %.1f s (%.0f keys/s), height %" PRIu64 "\n",
+            c->n, d->load_s, c->n / d->load_s, d->h);
+}
+
+/* The claims of proof kind `kind` (0 inclusion, 1 exclusion, 2 historical): key ids and
+ * heights (UINT64_MAX = latest). */
+static void
+pick_claims(const pb_cfg *c, const pb_db *d, int kind, uint64_t cnt, uint64_t *ids,
+            uint64_t *hts)
+{
+    for (uint64_t j = 0; j < cnt; j++) {
+        uint64_t r = mix(j * 3 + (uint64_t)kind + 1000000007ull);
+        if (kind == 0) {
+            ids[j] = r % c->n;
+            hts[j] = UINT64_MAX;
+        } else if (kind == 1) {
+            ids[j] = c->n + r % (c->n * 10); /* never loaded */
+            hts[j] = UINT64_MAX;
+        } else {
+            ids[j] = r % d->nupd;
+            hts[j] = d->hl + (r >> 32) % 4; /* value version hts - hl */
+        }
+    }
+}
+
+/* Proves the first 200 historical claims once, untimed by the rates. Returns the seconds. */
+static double
+warm_history(const pb_db *d, uint64_t cnt, const uint64_t *ids, const uint64_t *hts)
+{
+    uint8_t key[16];
+    double t = now_s();
+    for (uint64_t j = 0; j < 200 && j < cnt; j++) {
+        uint8_t *p;
+        size_t len;
+        make_key(ids[j], key);
+        int rc = qmdb_prove(d->db, key, 16, hts[j], &p, &len);
+        if (rc != 0)
+            die("prove (history warm-up)", rc);
+        qmdb_proof_free(p);
+    }
+    return now_s() - t;
+}
+
+/* Verifies the k->n proofs of kind `kind` against the latest root. 0, or 1 with a message
+ * when one does not verify. */
+static int
+verify_all(const pb_db *d, int kind, const kind_stats *k, const uint64_t *ids,
+           const uint64_t *hts, uint8_t *const *proofs, const size_t *lens)
+{
+    uint8_t key[16], val[32];
+    for (uint64_t j = 0; j < k->n; j++) {
+        make_key(ids[j], key);
+        const uint8_t *v = NULL;
+        if (kind == 0) {
+            make_val(ids[j], ids[j] < d->nupd ? 4 : 0, val);
+            v = val;
+        } else if (kind == 2) {
+            make_val(ids[j], hts[j] - d->hl, val);
+            v = val;
+        }
+        const char *why = NULL;
+        int rc = qmdb_proof_verify(proofs[j], lens[j], d->root, key, 16, v, v ? 32 : 0,
+                                   kind == 2 ? hts[j] : UINT64_MAX, NULL, &why);
+        if (rc) {
+            fprintf(stderr, "%s proof %" PRIu64 " does not verify: %s\n", k->name, j, why);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Generates (timed) and verifies (timed) the proofs of one kind, then prints its line.
+ * *hist_first_s gets the history warm-up time for the historical kind. 0 or 1. */
+static int
+bench_kind(const pb_cfg *c, const pb_db *d, int kind, kind_stats *k, uint8_t **proofs,
+           size_t *lens, uint64_t *ids, uint64_t *hts, double *hist_first_s)
+{
+    uint8_t key[16];
+    k->n = kind == 0 ? c->m : (c->m / 4 ? c->m / 4 : 1);
+    pick_claims(c, d, kind, k->n, ids, hts);
+    if (kind == 2) /* warm the history cache once, timed apart */
+        *hist_first_s = warm_history(d, k->n, ids, hts);
+    double t = now_s();
+    for (uint64_t j = 0; j < k->n; j++) {
+        make_key(ids[j], key);
+        int rc = qmdb_prove(d->db, key, 16, hts[j], &proofs[j], &lens[j]);
+        if (rc != 0)
+            die("prove", rc);
+        k->bytes += (double)lens[j];
+    }
+    k->gen_s = now_s() - t;
+    t = now_s();
+    if (verify_all(d, kind, k, ids, hts, proofs, lens))
+        return 1;
+    k->ver_s = now_s() - t;
+    for (uint64_t j = 0; j < k->n; j++) {
+        qmdb_proof_free(proofs[j]);
+        proofs[j] = NULL;
+    }
+    report(k);
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    pb_cfg c = {.n = 1000000, .m = 100000, .block_ops = 100000, .dir = "./proof-bench-db"};
+    int st = parse_args(&c, argc, argv);
+    if (st >= 0)
+        return st;
+    pb_db d;
+    memset(&d, 0, sizeof(d));
+    load_db(&c, &d);
 
     kind_stats ks[3] = {
         {"inclusion", 0, 0, 0, 0}, {"exclusion", 0, 0, 0, 0}, {"historical", 0, 0, 0, 0}};
+    uint64_t m = c.m;
     uint8_t **proofs = calloc(m, sizeof(uint8_t *));
     size_t *lens = calloc(m, sizeof(size_t));
     uint64_t *ids = calloc(m, sizeof(uint64_t));
@@ -156,88 +288,28 @@ main(int argc, char **argv)
     if (!proofs || !lens || !ids || !hts)
         die("alloc", -12);
     double hist_first_s = 0;
-    for (int kind = 0; kind < 3; kind++) {
-        kind_stats *k = &ks[kind];
-        k->n = kind == 0 ? m : (m / 4 ? m / 4 : 1);
-        /* Pick the claims. */
-        for (uint64_t j = 0; j < k->n; j++) {
-            uint64_t r = mix(j * 3 + (uint64_t)kind + 1000000007ull);
-            if (kind == 0) {
-                ids[j] = r % n;
-                hts[j] = UINT64_MAX;
-            } else if (kind == 1) {
-                ids[j] = n + r % (n * 10); /* never loaded */
-                hts[j] = UINT64_MAX;
-            } else {
-                ids[j] = r % nupd;
-                hts[j] = hl + (r >> 32) % 4; /* value version hts - hl */
-            }
-        }
-        if (kind == 2) { /* warm the history cache once, timed apart */
-            double t = now_s();
-            for (uint64_t j = 0; j < 200 && j < k->n; j++) {
-                uint8_t *p;
-                size_t len;
-                make_key(ids[j], key);
-                if ((rc = qmdb_prove(db, key, 16, hts[j], &p, &len)) != 0)
-                    die("prove (history warm-up)", rc);
-                qmdb_proof_free(p);
-            }
-            hist_first_s = now_s() - t;
-        }
-        double t = now_s();
-        for (uint64_t j = 0; j < k->n; j++) {
-            make_key(ids[j], key);
-            if ((rc = qmdb_prove(db, key, 16, hts[j], &proofs[j], &lens[j])) != 0)
-                die("prove", rc);
-            k->bytes += (double)lens[j];
-        }
-        k->gen_s = now_s() - t;
-        t = now_s();
-        for (uint64_t j = 0; j < k->n; j++) {
-            make_key(ids[j], key);
-            const uint8_t *v = NULL;
-            if (kind == 0) {
-                make_val(ids[j], ids[j] < nupd ? 4 : 0, val);
-                v = val;
-            } else if (kind == 2) {
-                make_val(ids[j], hts[j] - hl, val);
-                v = val;
-            }
-            const char *why = NULL;
-            rc = qmdb_proof_verify(proofs[j], lens[j], root, key, 16, v, v ? 32 : 0,
-                                   kind == 2 ? hts[j] : UINT64_MAX, NULL, &why);
-            if (rc) {
-                fprintf(stderr, "%s proof %" PRIu64 " does not verify: %s\n", k->name, j, why);
-                return 1;
-            }
-        }
-        k->ver_s = now_s() - t;
-        for (uint64_t j = 0; j < k->n; j++) {
-            qmdb_proof_free(proofs[j]);
-            proofs[j] = NULL;
-        }
-        report(k);
-    }
+    for (int kind = 0; kind < 3; kind++)
+        if (bench_kind(&c, &d, kind, &ks[kind], proofs, lens, ids, hts, &hist_first_s))
+            return 1;
     printf("history cache warm-up (200 historical proofs, building every shard's cache): %.2f s\n",
            hist_first_s);
-    printf("{\"entries\": %" PRIu64, n);
+    printf("{\"entries\": %" PRIu64, c.n);
     for (int kind = 0; kind < 3; kind++)
         printf(", \"%s\": {\"proofs\": %" PRIu64 ", \"gen_per_s\": %.0f, \"verify_per_s\": %.0f, "
                "\"bytes_per_proof\": %.1f}",
                ks[kind].name, ks[kind].n, ks[kind].n / ks[kind].gen_s, ks[kind].n / ks[kind].ver_s,
                ks[kind].bytes / (double)ks[kind].n);
-    printf(", \"history_warmup_s\": %.2f, \"load_s\": %.1f}\n", hist_first_s, load_s);
+    printf(", \"history_warmup_s\": %.2f, \"load_s\": %.1f}\n", hist_first_s, d.load_s);
     free(proofs);
     free(lens);
     free(ids);
     free(hts);
-    qmdb_close(db);
-    if (!keep) {
+    qmdb_close(d.db);
+    if (!c.keep) {
         char cmd[4200];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c.dir);
         if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", dir);
+            fprintf(stderr, "could not remove %s\n", c.dir);
     }
     return 0;
 }

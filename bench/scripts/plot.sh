@@ -1,5 +1,7 @@
 #!/bin/sh
 # plot.sh -- plots the per-second throughput timelines of one qmdb-bench results file.
+# Owns: the jq extraction and the gnuplot script of the timeline plot. Runs as one shell
+# process (jq, gnuplot); no threads of its own.
 #
 # Usage: bench/scripts/plot.sh RESULTS.json OUT.png
 # One panel per phase (populate, update, read, insert, delete, read-miss, txmix; repeated

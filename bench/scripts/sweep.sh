@@ -1,5 +1,7 @@
 #!/bin/sh
 # sweep.sh -- runs the qmdb-bench sweeps of BENCHMARKS.md and plots them.
+# Owns: the sweep points and their qmdb-bench command lines. Runs the benchmarks one after
+# another from one shell process; no threads of its own.
 #
 # Usage: bench/scripts/sweep.sh [options] [size] [theta] [compact] [-- extra qmdb-bench flags]
 # With no sweep named, all three run. Each qmdb-bench run writes OUT/<sweep>-<x>.json (and its

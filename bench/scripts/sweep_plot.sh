@@ -1,5 +1,6 @@
 #!/bin/sh
 # sweep_plot.sh -- turns the JSON files of bench/scripts/sweep.sh into PNG plots with gnuplot.
+# Owns: the sweep tables and their gnuplot scripts. One shell process; no threads.
 #
 # Usage: bench/scripts/sweep_plot.sh OUTDIR
 # Reads OUTDIR/size-*.json, theta-*.json and compact-*.json (whichever exist), writes the

@@ -274,6 +274,75 @@ static int load_init(const rcfg *c, bench_engine *e, rres *res, uint64_t *height
     return rc;
 }
 
+/* The block's reads, timed one by one into rl, before the block starts. 0 or -1. */
+static int replay_reads(bench_engine *e, const trace_block *b, uint8_t *rbuf, size_t rcap,
+                        lat_hist *rl, rres *res)
+{
+    int rc = 0;
+    for (uint32_t i = 0; i < b->n_ops && !rc; i++) {
+        const trace_op *op = &b->ops[i];
+        if (op->type != TOP_READ)
+            continue;
+        size_t vl = 0;
+        uint64_t t = now_ns();
+        int g = e->get(e, op->key, op->klen, rbuf, rcap, &vl);
+        hist_add(rl, now_ns() - t);
+        if (g < 0)
+            rc = efail(res, e, "get");
+        res->reads++;
+        res->read_hits += g == 0;
+    }
+    return rc;
+}
+
+/* The block's writes, transaction by transaction (a put of an empty value is a delete).
+ * 0 or -1. */
+static int replay_writes(bench_engine *e, const trace_block *b, rres *res)
+{
+    int rc = 0;
+    for (uint32_t t = 0; t < b->n_tx && !rc; t++) {
+        if (e->tx(e)) {
+            rc = efail(res, e, "tx");
+            break;
+        }
+        for (uint32_t i = b->tx_start[t]; i < b->tx_start[t + 1] && !rc; i++) {
+            const trace_op *op = &b->ops[i];
+            if (op->type == TOP_READ)
+                continue;
+            if (op->type != TOP_DELETE && op->vlen) {
+                rc = e->put(e, op->key, op->klen, op->val, op->vlen) ? efail(res, e, "put")
+                                                                       : 0;
+                res->puts++;
+            } else {
+                rc = e->del(e, op->key, op->klen) ? efail(res, e, "del") : 0;
+                res->dels++;
+                res->empty_dels += op->type != TOP_DELETE;
+            }
+        }
+    }
+    return rc;
+}
+
+/* The summary lines of a finished replay. */
+static void print_replay_done(const rres *res)
+{
+    printf("Benchmark Finished.\n");
+    printf("Total Ops: %" PRIu64 "\n", res->ops);
+    printf("Duration: %.3fs\n", res->secs);
+    printf("Blocks: %" PRIu64 " | Txs: %" PRIu64 " | TPS: %.0f | Ops/s: %.0f | reads %" PRIu64
+           " (%" PRIu64 " hits), puts %" PRIu64 ", deletes %" PRIu64 "\n",
+           res->blocks, res->txs, res->secs > 0 ? (double)res->txs / res->secs : 0,
+           res->secs > 0 ? (double)res->ops / res->secs : 0, res->reads, res->read_hits,
+           res->puts, res->dels);
+    printf("> Latency per read: p50=%.1fus p99=%.1fus max=%.1fus | per block: p50=%.2fms "
+           "p99=%.2fms (commit p50=%.2fms) | waited for the reader thread %.3fs\n",
+           res->read_lat.p50 / 1e3, res->read_lat.p99 / 1e3, res->read_lat.max / 1e3,
+           res->block_lat.p50 / 1e6, res->block_lat.p99 / 1e6, res->commit_lat.p50 / 1e6,
+           res->wait_secs);
+    printf("> OS Physical Write = %" PRIu64 " bytes, Read = %" PRIu64 " bytes; CPU user=%.2fs "
+           "sys=%.2fs\n", res->disk_wr, res->disk_rd, res->cpu_user, res->cpu_sys);
+}
+
 static int do_replay(const rcfg *c, bench_engine *e, rres *res, uint64_t *height)
 {
     char err[600];
@@ -306,42 +375,12 @@ static int do_replay(const rcfg *c, bench_engine *e, rres *res, uint64_t *height
     trace_block *b;
     while (!rc && (b = tp_next(p, &prc)) != NULL) {
         uint64_t tb = now_ns();
-        for (uint32_t i = 0; i < b->n_ops && !rc; i++) { /* reads: last committed state */
-            const trace_op *op = &b->ops[i];
-            if (op->type != TOP_READ)
-                continue;
-            size_t vl = 0;
-            uint64_t t = now_ns();
-            int g = e->get(e, op->key, op->klen, rbuf, rcap, &vl);
-            hist_add(rl, now_ns() - t);
-            if (g < 0)
-                rc = efail(res, e, "get");
-            res->reads++;
-            res->read_hits += g == 0;
-        }
+        rc = replay_reads(e, b, rbuf, rcap, rl, res); /* reads: last committed state */
         if (!rc && (bench_stop || e->begin_block(e, *height + 1)))
             rc = bench_stop ? (snprintf(res->error, sizeof(res->error), "interrupted"), -1)
                             : efail(res, e, "begin_block");
-        for (uint32_t t = 0; t < b->n_tx && !rc; t++) {
-            if (e->tx(e)) {
-                rc = efail(res, e, "tx");
-                break;
-            }
-            for (uint32_t i = b->tx_start[t]; i < b->tx_start[t + 1] && !rc; i++) {
-                const trace_op *op = &b->ops[i];
-                if (op->type == TOP_READ)
-                    continue;
-                if (op->type != TOP_DELETE && op->vlen) {
-                    rc = e->put(e, op->key, op->klen, op->val, op->vlen) ? efail(res, e, "put")
-                                                                           : 0;
-                    res->puts++;
-                } else {
-                    rc = e->del(e, op->key, op->klen) ? efail(res, e, "del") : 0;
-                    res->dels++;
-                    res->empty_dels += op->type != TOP_DELETE;
-                }
-            }
-        }
+        if (!rc)
+            rc = replay_writes(e, b, res);
         uint64_t tc = now_ns();
         if (!rc && e->commit_block(e))
             rc = efail(res, e, "commit");
@@ -382,23 +421,8 @@ static int do_replay(const rcfg *c, bench_engine *e, rres *res, uint64_t *height
         lat_summarize(cl, &res->commit_lat);
     res->timeline = tl.sec, res->timeline_n = tl.n;
     free(rbuf), free(rl), free(bl), free(cl);
-    if (!rc) {
-        printf("Benchmark Finished.\n");
-        printf("Total Ops: %" PRIu64 "\n", res->ops);
-        printf("Duration: %.3fs\n", res->secs);
-        printf("Blocks: %" PRIu64 " | Txs: %" PRIu64 " | TPS: %.0f | Ops/s: %.0f | reads %" PRIu64
-               " (%" PRIu64 " hits), puts %" PRIu64 ", deletes %" PRIu64 "\n",
-               res->blocks, res->txs, res->secs > 0 ? (double)res->txs / res->secs : 0,
-               res->secs > 0 ? (double)res->ops / res->secs : 0, res->reads, res->read_hits,
-               res->puts, res->dels);
-        printf("> Latency per read: p50=%.1fus p99=%.1fus max=%.1fus | per block: p50=%.2fms "
-               "p99=%.2fms (commit p50=%.2fms) | waited for the reader thread %.3fs\n",
-               res->read_lat.p50 / 1e3, res->read_lat.p99 / 1e3, res->read_lat.max / 1e3,
-               res->block_lat.p50 / 1e6, res->block_lat.p99 / 1e6, res->commit_lat.p50 / 1e6,
-               res->wait_secs);
-        printf("> OS Physical Write = %" PRIu64 " bytes, Read = %" PRIu64 " bytes; CPU user=%.2fs "
-               "sys=%.2fs\n", res->disk_wr, res->disk_rd, res->cpu_user, res->cpu_sys);
-    }
+    if (!rc)
+        print_replay_done(res);
     return rc;
 }
 
@@ -698,12 +722,9 @@ static void on_sig(int s)
     bench_stop = 1;
 }
 
-int replay_main(int argc, char **argv)
+/* Parses the replay flags into c. Returns -1 to go on, else the exit status. */
+static int parse_args(rcfg *c, int argc, char **argv)
 {
-    rcfg c = {.db_dir = "/tmp/qmdb-replay", .output = "qmdb-replay-results.json", .durable = 1,
-              .depth = 64, .progress_secs = 2.0};
-    snprintf(c.engines[0], sizeof(c.engines[0]), "qmdb");
-    c.n_engines = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int used = 1, bad = 0;
@@ -711,42 +732,42 @@ int replay_main(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (strcmp(a, "--verify") == 0) {
-            c.verify = 1, used = 0;
+            c->verify = 1, used = 0;
         } else if (strcmp(a, "--keep") == 0) {
-            c.keep = 1, used = 0;
+            c->keep = 1, used = 0;
         } else if (!v) {
             bad = 1;
         } else if (strcmp(a, "--trace") == 0) {
-            c.trace = v;
+            c->trace = v;
         } else if (strcmp(a, "--init") == 0) {
-            c.init = v;
+            c->init = v;
         } else if (strcmp(a, "--db-dir") == 0) {
-            c.db_dir = v;
+            c->db_dir = v;
         } else if (strcmp(a, "--output") == 0) {
-            c.output = v;
+            c->output = v;
         } else if (strcmp(a, "--dump") == 0) {
-            c.dump = v;
+            c->dump = v;
         } else if (strcmp(a, "--durability") == 0) {
-            c.durable = strcmp(v, "D1") == 0 || strcmp(v, "d1") == 0;
-            bad = !c.durable && strcmp(v, "D0") != 0 && strcmp(v, "d0") != 0;
+            c->durable = strcmp(v, "D1") == 0 || strcmp(v, "d1") == 0;
+            bad = !c->durable && strcmp(v, "D0") != 0 && strcmp(v, "d0") != 0;
         } else if (strcmp(a, "--queue-depth") == 0) {
-            c.depth = atoi(v);
-            bad = c.depth < 1 || c.depth > 4096;
+            c->depth = atoi(v);
+            bad = c->depth < 1 || c->depth > 4096;
         } else if (strcmp(a, "--progress-secs") == 0) {
             char *end;
-            c.progress_secs = strtod(v, &end);
-            bad = *end || c.progress_secs < 0;
+            c->progress_secs = strtod(v, &end);
+            bad = *end || c->progress_secs < 0;
         } else if (strcmp(a, "--engine") == 0) {
             char buf[256];
             snprintf(buf, sizeof(buf), "%s", v);
-            c.n_engines = 0;
+            c->n_engines = 0;
             for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t && !bad;
                  t = strtok_r(NULL, ",", &sv)) {
-                bad = c.n_engines == BENCH_MAX_ENGINES;
+                bad = c->n_engines == BENCH_MAX_ENGINES;
                 if (!bad)
-                    snprintf(c.engines[c.n_engines++], sizeof(c.engines[0]), "%s", t);
+                    snprintf(c->engines[c->n_engines++], sizeof(c->engines[0]), "%s", t);
             }
-            bad = bad || c.n_engines == 0;
+            bad = bad || c->n_engines == 0;
         } else {
             fprintf(stderr, "qmdb-bench replay: unknown option %s\n", a);
             usage(stderr);
@@ -758,11 +779,45 @@ int replay_main(int argc, char **argv)
         }
         i += used;
     }
-    if (!c.trace || (c.dump && !c.verify)) {
+    if (!c->trace || (c->dump && !c->verify)) {
         fprintf(stderr, "qmdb-bench replay: --trace is required (and --dump needs --verify)\n");
         usage(stderr);
         return 2;
     }
+    return -1;
+}
+
+/* The "Replay summary" lines; 1 when the engines' read-backs differ, else 0. */
+static int print_summary(const rcfg *c, const rres *rs, int n)
+{
+    int fail = 0;
+    printf("\nReplay summary\n");
+    for (int i = 0; i < n; i++) {
+        printf("%s: %s %" PRIu64 " txs %" PRIu64 " ops in %.3fs, TPS %.0f, ops/s %.0f", rs[i].name,
+               rs[i].ok ? "ok" : "FAILED", rs[i].txs, rs[i].ops, rs[i].secs,
+               rs[i].secs > 0 ? (double)rs[i].txs / rs[i].secs : 0,
+               rs[i].secs > 0 ? (double)rs[i].ops / rs[i].secs : 0);
+        if (rs[i].verified)
+            printf(", readback %s", rs[i].vdigest);
+        printf("\n");
+        if (c->verify && i > 0 && rs[i].verified && rs[0].verified &&
+            strcmp(rs[i].vdigest, rs[0].vdigest) != 0) {
+            printf("readback MISMATCH between %s and %s\n", rs[0].name, rs[i].name);
+            fail = 1;
+        }
+    }
+    return fail;
+}
+
+int replay_main(int argc, char **argv)
+{
+    rcfg c = {.db_dir = "/tmp/qmdb-replay", .output = "qmdb-replay-results.json", .durable = 1,
+              .depth = 64, .progress_secs = 2.0};
+    snprintf(c.engines[0], sizeof(c.engines[0]), "qmdb");
+    c.n_engines = 1;
+    int st = parse_args(&c, argc, argv);
+    if (st >= 0)
+        return st;
     setvbuf(stdout, NULL, _IOLBF, 0);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -813,21 +868,8 @@ int replay_main(int argc, char **argv)
                     rs[i].error[0] ? rs[i].error : "read-back mismatches");
         }
     }
-    printf("\nReplay summary\n");
-    for (int i = 0; i < n; i++) {
-        printf("%s: %s %" PRIu64 " txs %" PRIu64 " ops in %.3fs, TPS %.0f, ops/s %.0f", rs[i].name,
-               rs[i].ok ? "ok" : "FAILED", rs[i].txs, rs[i].ops, rs[i].secs,
-               rs[i].secs > 0 ? (double)rs[i].txs / rs[i].secs : 0,
-               rs[i].secs > 0 ? (double)rs[i].ops / rs[i].secs : 0);
-        if (rs[i].verified)
-            printf(", readback %s", rs[i].vdigest);
-        printf("\n");
-        if (c.verify && i > 0 && rs[i].verified && rs[0].verified &&
-            strcmp(rs[i].vdigest, rs[0].vdigest) != 0) {
-            printf("readback MISMATCH between %s and %s\n", rs[0].name, rs[i].name);
-            fail = 1;
-        }
-    }
+    if (print_summary(&c, rs, n))
+        fail = 1;
     if (write_json(&c, rs, n, hdr, !fail && !bench_stop) == 0)
         printf("results written to %s\n", c.output);
     else

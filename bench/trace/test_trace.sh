@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # test_trace.sh -- CTest `trace_replay` (label "trace"): the trace format, generator, importer,
 # exporters and `qmdb-bench replay` end to end (docs/TRACE.md).
+# Owns: the end-to-end trace checks below. One shell process run by CTest; the programs it
+# runs are single-threaded apart from the trace reader thread of `replay`.
 #
 # usage: test_trace.sh QMDB_TRACE QMDB_BENCH QMDB_CLI WORKDIR
 #

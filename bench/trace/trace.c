@@ -5,6 +5,7 @@
  * The reader, decoder and reader thread are in trace_read.c.
  *
  * Threads: a trace_writer belongs to the one thread that uses it. trace_crc32c is thread-safe.
+ * Owns: the CRC32C table, the header text helpers and the trace_writer.
  */
 #include "trace.h"
 

@@ -7,6 +7,8 @@
  * Threads: a trace_writer and a trace_reader are used by one thread. A trace_pipe owns one
  * background thread that runs a trace_reader; the consumer thread takes decoded blocks with
  * tp_next() and hands each back with tp_release() before taking the next.
+ * Owns: the public trace API and types (trace_block, trace_op, trace_stats, the writer,
+ * the reader and the pipe).
  */
 #ifndef BENCH_TRACE_H
 #define BENCH_TRACE_H

@@ -2,6 +2,8 @@
 /*
  * trace_int.h -- internal helpers shared by trace.c (writer) and trace_read.c (reader):
  * little-endian access, varint decoding, record constants. Not used outside the trace code.
+ * Owns: the record layout constants and byte helpers of the trace code.
+ * Threads: any (pure inline functions).
  */
 #ifndef BENCH_TRACE_INT_H
 #define BENCH_TRACE_INT_H

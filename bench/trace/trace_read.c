@@ -7,6 +7,7 @@
  * Threads: a trace_reader belongs to one thread. A trace_pipe runs its reader on its own
  * pthread and hands decoded blocks to one consumer thread through a ring of `depth` reusable
  * trace_block slots guarded by a mutex and two condition variables.
+ * Owns: trace_reader, the block decoder and trace_pipe.
  */
 #include "trace_int.h"
 

@@ -4,6 +4,7 @@
  * -> QTRC), export-text (QTRC -> text) and export-ops (init bundle + trace -> a qmdb op script
  * with exactly the block/tx/put/del sequence that `qmdb-bench replay` sends to qmdb).
  * See docs/TRACE.md. Threads: single-threaded.
+ * Owns: the qmdb-trace command line and the import/export formats.
  */
 #include "trace.h"
 

@@ -4,6 +4,7 @@
 # applicable=false with a "not applicable" reason and every other engine ran; each engine that
 # ran has RUNS runs with zero errors and p50/p99 > 0 for each of the workload's op types, per
 # run and as medians, and (qmdb) the same state root after every run of the restored image.
+# Owns: the ycsb smoke JSON assertions. Threads: one `cmake -P` process, after bench_ycsb_<wl>.
 cmake_minimum_required(VERSION 3.20)
 if(NOT EXISTS "${JSON}")
   message(FATAL_ERROR "ycsb JSON ${JSON} does not exist")

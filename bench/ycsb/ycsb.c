@@ -18,6 +18,7 @@
  * acknowledged counter). Reads and scans are timed per call; a write's latency runs from its
  * start until its block's commit returns (when it is durable at D1). Workloads with scans are
  * "not applicable" for engines without an ordered scan (qmdb is hash-ordered).
+ * Threads: the main thread of qmdb-bench; SIGINT/SIGTERM only set bench_stop.
  */
 #include "ycsb.h"
 
@@ -403,6 +404,78 @@ static void engine_medians(eng_res *er)
     }
 }
 
+/* Run k (from 0) of an engine: restore the load image into run_dir, drop the page cache,
+ * open, run the operations, close, measure and delete the copy. Returns -1 on failure
+ * (er->error set), 1 if some reads were wrong, else 0. */
+static int one_run(yrun *r, const char *name, int k, const char *load_dir, const char *run_dir,
+                   eng_res *er)
+{
+    const ycfg *c = r->c;
+    run_res *rr = &er->runs[k];
+    memset(rr, 0, sizeof(*rr));
+    uint64_t t0 = now_ns();
+    if (rm_rf(run_dir) != 0 || copy_dir(load_dir, run_dir) != 0) {
+        snprintf(er->error, sizeof(er->error), "cannot copy %s to %s", load_dir, run_dir);
+        return -1;
+    }
+    rr->copy_secs = (double)(now_ns() - t0) / 1e9;
+    rr->dropped = c->no_drop ? 0 : drop_page_cache();
+    int rc = yopen(r, name, run_dir);
+    /* Again after open: qmdb's verifying open reads its whole log, which would otherwise
+     * start qmdb's run with a warm page cache and the others' cold. */
+    if (rc == 0 && rr->dropped)
+        rr->dropped = drop_page_cache();
+    if (rc == 0)
+        rc = run_ops(r, name, k + 1, rr);
+    if (rc == 0 && r->e.describe)
+        r->e.describe(&r->e, rr->final, sizeof(rr->final));
+    if (rc != 0)
+        snprintf(er->error, sizeof(er->error), "run %d: %s", k + 1, r->e.err);
+    if (r->e.h && r->e.close(&r->e) != 0 && rc == 0) {
+        snprintf(er->error, sizeof(er->error), "close: %s", r->e.err);
+        rc = -1;
+    }
+    rr->ssd = du_bytes(run_dir, NULL);
+    er->n_runs = k + 1;
+    if (rc != 0)
+        return -1;
+    print_run(name, k + 1, c->runs, rr);
+    if (rm_rf(run_dir) != 0)
+        fprintf(stderr, "warning: could not remove %s\n", run_dir);
+    return rr->errors ? 1 : 0;
+}
+
+/* Allocates the run's buffers and per-op-type histograms. 0 or -1 (out of memory). */
+static int yrun_alloc(yrun *r)
+{
+    const ycfg *c = r->c;
+    r->vsize = (size_t)(c->p.fieldcount * c->p.fieldlength);
+    r->rcap = r->vsize + 64;
+    r->val = malloc(r->vsize);
+    r->rbuf = malloc(r->rcap);
+    r->pend_t0 = malloc(c->ops_per_block * sizeof(*r->pend_t0));
+    r->pend_op = malloc(c->ops_per_block);
+    for (int o = 0; o < YOP_N; o++)
+        r->h[o] = malloc(sizeof(lat_hist));
+    for (int o = 0; o < YOP_N; o++)
+        if (!r->h[o])
+            return -1;
+    if (!r->val || !r->rbuf || !r->pend_t0 || !r->pend_op)
+        return -1;
+    return 0;
+}
+
+static void yrun_free(yrun *r)
+{
+    for (int o = 0; o < YOP_N; o++)
+        free(r->h[o]);
+    free(r->val);
+    free(r->rbuf);
+    free(r->pend_t0);
+    free(r->pend_op);
+    free(r);
+}
+
 static int run_engine(const ycfg *c, const char *name, eng_res *er)
 {
     snprintf(er->name, sizeof(er->name), "%s", name);
@@ -430,18 +503,7 @@ static int run_engine(const ycfg *c, const char *name, eng_res *er)
     char load_dir[1100], run_dir[1100];
     snprintf(load_dir, sizeof(load_dir), "%s/%s.load", c->db_dir, name);
     snprintf(run_dir, sizeof(run_dir), "%s/%s.run", c->db_dir, name);
-    r->vsize = (size_t)(c->p.fieldcount * c->p.fieldlength);
-    r->rcap = r->vsize + 64;
-    r->val = malloc(r->vsize);
-    r->rbuf = malloc(r->rcap);
-    r->pend_t0 = malloc(c->ops_per_block * sizeof(*r->pend_t0));
-    r->pend_op = malloc(c->ops_per_block);
-    for (int o = 0; o < YOP_N; o++)
-        r->h[o] = malloc(sizeof(lat_hist));
-    for (int o = 0; o < YOP_N; o++)
-        if (!r->h[o])
-            goto oom;
-    if (!r->val || !r->rbuf || !r->pend_t0 || !r->pend_op)
+    if (yrun_alloc(r) != 0)
         goto oom;
     printf("=== %s: workload %s, load image %s ===\n", name, c->p.workload_name, load_dir);
     if (load(r, name, load_dir, er) != 0) {
@@ -452,42 +514,13 @@ static int run_engine(const ycfg *c, const char *name, eng_res *er)
         goto out;
     }
     for (int k = 0; k < c->runs && !bench_stop; k++) {
-        run_res *rr = &er->runs[k];
-        memset(rr, 0, sizeof(*rr));
-        uint64_t t0 = now_ns();
-        if (rm_rf(run_dir) != 0 || copy_dir(load_dir, run_dir) != 0) {
-            snprintf(er->error, sizeof(er->error), "cannot copy %s to %s", load_dir, run_dir);
+        int rc = one_run(r, name, k, load_dir, run_dir, er);
+        if (rc < 0) {
             ret = -1;
             break;
         }
-        rr->copy_secs = (double)(now_ns() - t0) / 1e9;
-        rr->dropped = c->no_drop ? 0 : drop_page_cache();
-        int rc = yopen(r, name, run_dir);
-        /* Again after open: qmdb's verifying open reads its whole log, which would otherwise
-         * start qmdb's run with a warm page cache and the others' cold. */
-        if (rc == 0 && rr->dropped)
-            rr->dropped = drop_page_cache();
-        if (rc == 0)
-            rc = run_ops(r, name, k + 1, rr);
-        if (rc == 0 && r->e.describe)
-            r->e.describe(&r->e, rr->final, sizeof(rr->final));
-        if (rc != 0)
-            snprintf(er->error, sizeof(er->error), "run %d: %s", k + 1, r->e.err);
-        if (r->e.h && r->e.close(&r->e) != 0 && rc == 0) {
-            snprintf(er->error, sizeof(er->error), "close: %s", r->e.err);
-            rc = -1;
-        }
-        rr->ssd = du_bytes(run_dir, NULL);
-        er->n_runs = k + 1;
-        if (rc != 0) {
-            ret = -1;
-            break;
-        }
-        print_run(name, k + 1, c->runs, rr);
-        if (rr->errors)
+        if (rc > 0)
             ret = 1;
-        if (rm_rf(run_dir) != 0)
-            fprintf(stderr, "warning: could not remove %s\n", run_dir);
     }
     if (rm_rf(run_dir) != 0)
         fprintf(stderr, "warning: could not remove %s\n", run_dir);
@@ -506,13 +539,7 @@ oom:
 out:
     if (ret < 0)
         fprintf(stderr, "engine %s failed: %s\n", name, er->error);
-    for (int o = 0; o < YOP_N; o++)
-        free(r->h[o]);
-    free(r->val);
-    free(r->rbuf);
-    free(r->pend_t0);
-    free(r->pend_op);
-    free(r);
+    yrun_free(r);
     return ret;
 }
 
@@ -583,13 +610,128 @@ static void j_op(jw *w, const char *key, const op_res *o, int full)
     jw_obj_end(w);
 }
 
+/* "workload": the property file, its properties and the parameters taken from them. */
+static void j_workload(jw *w, const ycfg *c)
+{
+    const ycsb_params *p = &c->p;
+    jw_obj(w, "workload");
+    jw_str(w, "file", c->wl_path);
+    jw_str(w, "name", p->workload_name);
+    jw_obj(w, "properties");
+    for (int i = 0; i < c->props.n; i++)
+        jw_str(w, c->props.key[i], c->props.val[i]);
+    jw_obj_end(w);
+    jw_u64(w, "recordcount", p->recordcount);
+    jw_u64(w, "operationcount", p->operationcount);
+    jw_obj(w, "proportions");
+    for (int o = 0; o < YOP_N; o++)
+        jw_dbl(w, ycsb_op_names[o], p->prop[o]);
+    jw_obj_end(w);
+    jw_str(w, "requestdistribution", dist_name(p->dist));
+    jw_dbl(w, "zipfianconstant", p->zipf_theta);
+    jw_u64(w, "fieldcount", p->fieldcount);
+    jw_u64(w, "fieldlength", p->fieldlength);
+    jw_u64(w, "value_bytes", p->fieldcount * p->fieldlength);
+    jw_u64(w, "maxscanlength", p->maxscanlength);
+    jw_str(w, "insertorder", p->hashed ? "hashed" : "ordered");
+    jw_obj_end(w);
+}
+
+/* "config": the flags of the run and the method. */
+static void j_config(jw *w, const ycfg *c)
+{
+    jw_obj(w, "config");
+    jw_arr(w, "engines");
+    for (int i = 0; i < c->n_engines; i++)
+        jw_str(w, NULL, c->engines[i]);
+    jw_arr_end(w);
+    jw_str(w, "db_dir", c->db_dir);
+    jw_i64(w, "runs", c->runs);
+    jw_u64(w, "ops_per_block", c->ops_per_block);
+    jw_str(w, "durability", c->durable ? "D1" : "D0");
+    jw_str(w, "durability_note", "qmdb commits are always durable (D1), at either tier");
+    jw_u64(w, "seed", c->seed);
+    jw_u64(w, "mem_cap", c->mem_cap);
+    jw_bool(w, "mem_cap_applied", bench_memcap.active);
+    jw_str(w, "db_device", bench_disk);
+    jw_str(w, "method", "load once; before each run restore (cp -a --reflink=auto) the load "
+                         "image, drop the page cache if root, open, drop it again; report the "
+                         "median over runs");
+    jw_str(w, "latency_note", "reads/scans: the engine call; writes: from the operation's "
+                               "start until its block's commit returns");
+    jw_obj_end(w);
+}
+
+/* One element of an engine's "runs". */
+static void j_run(jw *w, const ycsb_params *p, int k, const run_res *rr)
+{
+    jw_obj(w, NULL);
+    jw_i64(w, "run", k + 1);
+    jw_bool(w, "dropped_page_cache", rr->dropped);
+    jw_dbl(w, "restore_seconds", rr->copy_secs);
+    jw_u64(w, "ops", rr->ops);
+    jw_u64(w, "blocks", rr->blocks);
+    jw_dbl(w, "seconds", rr->secs);
+    jw_dbl(w, "ops_per_sec", rr->rate);
+    jw_u64(w, "errors", rr->errors);
+    jw_u64(w, "disk_bytes_read", rr->disk_rd);
+    jw_u64(w, "disk_bytes_written", rr->disk_wr);
+    jw_dbl(w, "cpu_seconds", rr->cpu);
+    jw_u64(w, "ssd_bytes", rr->ssd);
+    jw_str(w, "final", rr->final);
+    jw_obj(w, "ops_by_type");
+    for (int o = 0; o < YOP_N; o++)
+        if (p->prop[o] > 0)
+            j_op(w, ycsb_op_names[o], &rr->op[o], 1);
+    jw_obj_end(w);
+    jw_arr(w, "timeline_ops_per_second");
+    for (size_t s = 0; s < rr->tl_n; s++)
+        jw_u64(w, NULL, rr->tl[s]);
+    jw_arr_end(w);
+    jw_obj_end(w);
+}
+
+/* One element of "engines": applicability, the load, every run and the medians. */
+static void j_engine(jw *w, const ycsb_params *p, const eng_res *e)
+{
+    jw_obj(w, NULL);
+    jw_str(w, "engine", e->name);
+    jw_bool(w, "applicable", e->applicable);
+    jw_bool(w, "ok", e->ok);
+    if (!e->applicable)
+        jw_str(w, "reason", e->reason);
+    if (e->error[0])
+        jw_str(w, "error", e->error);
+    if (e->applicable) {
+        jw_obj(w, "load");
+        jw_u64(w, "records", p->recordcount);
+        jw_dbl(w, "seconds", e->load_secs);
+        jw_dbl(w, "ops_per_sec", e->load_rate);
+        jw_u64(w, "ssd_bytes", e->load_ssd);
+        jw_obj_end(w);
+        jw_arr(w, "runs");
+        for (int k = 0; k < e->n_runs; k++)
+            j_run(w, p, k, &e->runs[k]);
+        jw_arr_end(w);
+        jw_obj(w, "median");
+        jw_i64(w, "runs", e->n_runs);
+        jw_dbl(w, "ops_per_sec", e->m_rate);
+        jw_obj(w, "ops_by_type");
+        for (int o = 0; o < YOP_N; o++)
+            if (p->prop[o] > 0)
+                j_op(w, ycsb_op_names[o], &e->m_op[o], 0);
+        jw_obj_end(w);
+        jw_obj_end(w);
+    }
+    jw_obj_end(w);
+}
+
 static int write_json(const ycfg *c, const eng_res *er, int n, const char *started, int ok)
 {
     char tmp[4200];
     FILE *f = jw_file_open(c->output, tmp, sizeof(tmp), "qmdb-bench ycsb");
     if (!f)
         return -1;
-    const ycsb_params *p = &c->p;
     jw w;
     jw_init(&w, f);
     jw_obj(&w, NULL);
@@ -597,106 +739,11 @@ static int write_json(const ycfg *c, const eng_res *er, int n, const char *start
     jw_str(&w, "mode", "ycsb");
     jw_str(&w, "started", started);
     jw_bool(&w, "ok", ok);
-    jw_obj(&w, "workload");
-    jw_str(&w, "file", c->wl_path);
-    jw_str(&w, "name", p->workload_name);
-    jw_obj(&w, "properties");
-    for (int i = 0; i < c->props.n; i++)
-        jw_str(&w, c->props.key[i], c->props.val[i]);
-    jw_obj_end(&w);
-    jw_u64(&w, "recordcount", p->recordcount);
-    jw_u64(&w, "operationcount", p->operationcount);
-    jw_obj(&w, "proportions");
-    for (int o = 0; o < YOP_N; o++)
-        jw_dbl(&w, ycsb_op_names[o], p->prop[o]);
-    jw_obj_end(&w);
-    jw_str(&w, "requestdistribution", dist_name(p->dist));
-    jw_dbl(&w, "zipfianconstant", p->zipf_theta);
-    jw_u64(&w, "fieldcount", p->fieldcount);
-    jw_u64(&w, "fieldlength", p->fieldlength);
-    jw_u64(&w, "value_bytes", p->fieldcount * p->fieldlength);
-    jw_u64(&w, "maxscanlength", p->maxscanlength);
-    jw_str(&w, "insertorder", p->hashed ? "hashed" : "ordered");
-    jw_obj_end(&w);
-    jw_obj(&w, "config");
+    j_workload(&w, c);
+    j_config(&w, c);
     jw_arr(&w, "engines");
-    for (int i = 0; i < c->n_engines; i++)
-        jw_str(&w, NULL, c->engines[i]);
-    jw_arr_end(&w);
-    jw_str(&w, "db_dir", c->db_dir);
-    jw_i64(&w, "runs", c->runs);
-    jw_u64(&w, "ops_per_block", c->ops_per_block);
-    jw_str(&w, "durability", c->durable ? "D1" : "D0");
-    jw_str(&w, "durability_note", "qmdb commits are always durable (D1), at either tier");
-    jw_u64(&w, "seed", c->seed);
-    jw_u64(&w, "mem_cap", c->mem_cap);
-    jw_bool(&w, "mem_cap_applied", bench_memcap.active);
-    jw_str(&w, "db_device", bench_disk);
-    jw_str(&w, "method", "load once; before each run restore (cp -a --reflink=auto) the load "
-                         "image, drop the page cache if root, open, drop it again; report the "
-                         "median over runs");
-    jw_str(&w, "latency_note", "reads/scans: the engine call; writes: from the operation's "
-                               "start until its block's commit returns");
-    jw_obj_end(&w);
-    jw_arr(&w, "engines");
-    for (int i = 0; i < n; i++) {
-        const eng_res *e = &er[i];
-        jw_obj(&w, NULL);
-        jw_str(&w, "engine", e->name);
-        jw_bool(&w, "applicable", e->applicable);
-        jw_bool(&w, "ok", e->ok);
-        if (!e->applicable)
-            jw_str(&w, "reason", e->reason);
-        if (e->error[0])
-            jw_str(&w, "error", e->error);
-        if (e->applicable) {
-            jw_obj(&w, "load");
-            jw_u64(&w, "records", p->recordcount);
-            jw_dbl(&w, "seconds", e->load_secs);
-            jw_dbl(&w, "ops_per_sec", e->load_rate);
-            jw_u64(&w, "ssd_bytes", e->load_ssd);
-            jw_obj_end(&w);
-            jw_arr(&w, "runs");
-            for (int k = 0; k < e->n_runs; k++) {
-                const run_res *rr = &e->runs[k];
-                jw_obj(&w, NULL);
-                jw_i64(&w, "run", k + 1);
-                jw_bool(&w, "dropped_page_cache", rr->dropped);
-                jw_dbl(&w, "restore_seconds", rr->copy_secs);
-                jw_u64(&w, "ops", rr->ops);
-                jw_u64(&w, "blocks", rr->blocks);
-                jw_dbl(&w, "seconds", rr->secs);
-                jw_dbl(&w, "ops_per_sec", rr->rate);
-                jw_u64(&w, "errors", rr->errors);
-                jw_u64(&w, "disk_bytes_read", rr->disk_rd);
-                jw_u64(&w, "disk_bytes_written", rr->disk_wr);
-                jw_dbl(&w, "cpu_seconds", rr->cpu);
-                jw_u64(&w, "ssd_bytes", rr->ssd);
-                jw_str(&w, "final", rr->final);
-                jw_obj(&w, "ops_by_type");
-                for (int o = 0; o < YOP_N; o++)
-                    if (p->prop[o] > 0)
-                        j_op(&w, ycsb_op_names[o], &rr->op[o], 1);
-                jw_obj_end(&w);
-                jw_arr(&w, "timeline_ops_per_second");
-                for (size_t s = 0; s < rr->tl_n; s++)
-                    jw_u64(&w, NULL, rr->tl[s]);
-                jw_arr_end(&w);
-                jw_obj_end(&w);
-            }
-            jw_arr_end(&w);
-            jw_obj(&w, "median");
-            jw_i64(&w, "runs", e->n_runs);
-            jw_dbl(&w, "ops_per_sec", e->m_rate);
-            jw_obj(&w, "ops_by_type");
-            for (int o = 0; o < YOP_N; o++)
-                if (p->prop[o] > 0)
-                    j_op(&w, ycsb_op_names[o], &e->m_op[o], 0);
-            jw_obj_end(&w);
-            jw_obj_end(&w);
-        }
-        jw_obj_end(&w);
-    }
+    for (int i = 0; i < n; i++)
+        j_engine(&w, &c->p, &er[i]);
     jw_arr_end(&w);
     jw_obj_end(&w);
     return jw_file_commit(f, tmp, c->output, "qmdb-bench ycsb");

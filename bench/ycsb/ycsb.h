@@ -4,6 +4,7 @@
  *
  * Owns: the ycsb subcommand entry point (called from bench_main.c when argv[1] is "ycsb").
  * See ycsb.c for the run method and docs/BENCH.md ("YCSB") for flags and output.
+ * Threads: the main thread of qmdb-bench.
  */
 #ifndef BENCH_YCSB_H
 #define BENCH_YCSB_H

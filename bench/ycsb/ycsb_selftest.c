@@ -5,6 +5,7 @@
  * "user6284781860667377211"), property parsing and overrides, the zipfian's rank-0 frequency
  * (1 / zeta(n)), the scrambled zipfian staying inside the acknowledged records, `latest`
  * favouring the newest record, and the operation mix following the proportions.
+ * Owns: those checks (the ycsb_selftest executable).
  */
 #include "ycsb_wl.h"
 

@@ -4,6 +4,8 @@
 # operationcount 2000, two runs each on a restored load image; check_ycsb_json.cmake then
 # checks the JSON (E is "not applicable" for qmdb and runs for rocksdb and lmdb; every applicable
 # engine has per-op-type p50/p99 per run and as medians; zero wrong reads).
+# Owns: the ycsb CTest tests and the ycsb_selftest executable; configure-time only (the
+# tests run single-threaded).
 if(BENCH_HAVE_QMDB)
   set(YCSB_SMOKE_ENGINES qmdb,rocksdb,lmdb)
 else()

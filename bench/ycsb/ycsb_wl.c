@@ -3,6 +3,8 @@
  * ycsb_wl.c -- YCSB property files, parameters, key names and request distributions for
  * `qmdb-bench ycsb`. See ycsb_wl.h. Follows YCSB's CoreWorkload, ZipfianGenerator,
  * ScrambledZipfianGenerator, SkewedLatestGenerator and DiscreteGenerator; no engine code.
+ * Owns: the implementations declared in ycsb_wl.h; the zipfian rank itself is
+ * common/zipf.c. Threads: the ycsb driver's thread (the main thread).
  */
 #include "ycsb_wl.h"
 

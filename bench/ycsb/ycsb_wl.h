@@ -10,6 +10,7 @@
  * acknowledged insert) and latest (YCSB SkewedLatestGenerator: a zipfian (θ 0.99) offset
  * back from the newest acknowledged record, with ζ extended incrementally as records are
  * inserted). Operation choice is YCSB's DiscreteGenerator over the five proportions.
+ * Threads: a ycsb_gen belongs to the thread running the workload (the main thread).
  */
 #ifndef BENCH_YCSB_WL_H
 #define BENCH_YCSB_WL_H
