@@ -3,7 +3,7 @@
 # small default (1M entries) for qmdb, tuned RocksDB and LMDB side by side. Extra arguments
 # are passed to qmdb-bench (see docs/BENCH.md). Databases are deleted after the run. At the end
 # qmdb-bench prints the side-by-side table with ratios and writes the JSON (results.json, or
-# --output FILE); bench/plot.sh then draws its per-second timelines next to it (FILE.png).
+# --output FILE); bench/scripts/plot.sh then draws its per-second timelines next to it (FILE.png).
 # Without gnuplot or jq the plot is skipped with a warning.
 set -eu
 cd "$(dirname "$0")/.."
@@ -22,7 +22,7 @@ build/release/bench/qmdb-bench --engine qmdb,rocksdb,lmdb --entry-count 1000000 
   --ops-per-block 10000 --output results.json "$@" || rc=$?
 if [ -f "$json" ]; then
   if command -v gnuplot > /dev/null 2>&1 && command -v jq > /dev/null 2>&1; then
-    bench/plot.sh "$json" "${json%.json}.png" || echo "bench.sh: warning: plot failed" >&2
+    bench/scripts/plot.sh "$json" "${json%.json}.png" || echo "bench.sh: warning: plot failed" >&2
   else
     echo "bench.sh: warning: gnuplot or jq missing; plot skipped (scripts/deps.sh installs them)" >&2
   fi

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * proof_bench.c -- qmdb-proof-bench: proof generation and verification rates and proof
+ * sizes (issue 4). Public API only.
+ *
+ *   qmdb-proof-bench [--entries N] [--proofs M] [--dir DIR] [--block-ops B] [--keep]
+ *
+ * Loads N keys (16-byte pseudo-random keys, 32-byte values) in blocks of B operations, then
+ * runs 4 update blocks of min(N/10, B) updates each (so historical proofs have something to
+ * follow), and measures, single-threaded:
+ *   inclusion  M proofs of random live keys at the latest height: generate, then verify;
+ *   exclusion  M/4 proofs of random absent keys;
+ *   historical M/4 proofs at random heights among the last 5 (value from before the updates);
+ *              the first one on each shard pays for the history cache (reported apart).
+ * Prints one line per kind and a JSON summary on the last line. Uses DIR (default
+ * ./proof-bench-db), which must not exist; removed at the end unless --keep.
+ *
+ * Thread: single.
+ * Owns: the proof benchmark's flags, load, claims, timing and output lines.
+ */
+#include "qmdb.h"
+#include "rng.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double
+now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint64_t
+mix(uint64_t z)
+{
+    return rng_splitmix64(z);
+}
+
+static void
+make_key(uint64_t i, uint8_t k[16])
+{
+    uint64_t a = mix(i), b = mix(i ^ 0xabcdefull);
+    memcpy(k, &a, 8);
+    memcpy(k + 8, &b, 8);
+}
+
+static void
+make_val(uint64_t i, uint64_t ver, uint8_t v[32])
+{
+    for (int j = 0; j < 4; j++) {
+        uint64_t x = mix(i * 31 + ver * 7 + (uint64_t)j);
+        memcpy(v + 8 * j, &x, 8);
+    }
+}
+
+static void
+die(const char *what, int rc)
+{
+    fprintf(stderr, "qmdb-proof-bench: %s: %s\n", what, qmdb_strerror(rc));
+    exit(1);
+}
+
+typedef struct kind_stats {
+    const char *name;
+    uint64_t n;
+    double gen_s, ver_s, bytes;
+} kind_stats;
+
+static void
+report(const kind_stats *k)
+{
+    printf("%-11s %8" PRIu64 " proofs  gen %9.0f /s  verify %9.0f /s  %7.1f bytes/proof\n", k->name,
+           k->n, k->n / k->gen_s, k->n / k->ver_s, k->bytes / (double)k->n);
+}
+
+/* The command line. */
+typedef struct pb_cfg {
+    uint64_t n, m, block_ops;
+    const char *dir;
+    int keep;
+} pb_cfg;
+
+/* The loaded database: keys i < nupd have value version u at height hl + u (u = 1..4). */
+typedef struct pb_db {
+    qmdb_db *db;
+    uint8_t root[32];
+    uint64_t h, hl, nupd;
+    double load_s;
+} pb_db;
+
+/* Parses the flags into c. Returns -1 to go on, else the exit status. */
+static int
+parse_args(pb_cfg *c, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--entries") == 0 && i + 1 < argc)
+            c->n = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--proofs") == 0 && i + 1 < argc)
+            c->m = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--block-ops") == 0 && i + 1 < argc)
+            c->block_ops = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+            c->dir = argv[++i];
+        else if (strcmp(argv[i], "--keep") == 0)
+            c->keep = 1;
+        else {
+            fprintf(stderr, "usage: qmdb-proof-bench [--entries N] [--proofs M] [--dir DIR] "
+                            "[--block-ops B] [--keep]\n");
+            return 2;
+        }
+    }
+    if (c->n == 0 || c->m == 0 || c->block_ops == 0)
+        return 2;
+    return -1;
+}
+
+/* Creates and opens the database, loads n keys in blocks of block_ops, then commits the 4
+ * update blocks over the first nupd keys. */
+static void
+load_db(const pb_cfg *c, pb_db *d)
+{
+    int rc = qmdb_create(c->dir, NULL);
+    if (rc)
+        die(qmdb_open_error(), rc);
+    if ((rc = qmdb_open(c->dir, NULL, &d->db)) != 0)
+        die("open", rc);
+    qmdb_batch *b;
+    if ((rc = qmdb_batch_new(&b)) != 0)
+        die("batch", rc);
+    uint8_t key[16], val[32];
+    d->h = 0;
+    double t0 = now_s();
+    for (uint64_t i = 0; i < c->n; i++) {
+        make_key(i, key);
+        make_val(i, 0, val);
+        if ((rc = qmdb_batch_put(b, key, 16, val, 32)) != 0)
+            die("put", rc);
+        if ((i + 1) % c->block_ops == 0 || i + 1 == c->n) {
+            if ((rc = qmdb_commit(d->db, ++d->h, b, d->root)) != 0)
+                die("commit", rc);
+            qmdb_batch_reset(b);
+        }
+    }
+    d->load_s = now_s() - t0;
+    /* 4 update blocks over the first keys: key i < nupd has value version u at height hl+u. */
+    d->hl = d->h;
+    d->nupd = c->n / 10 < c->block_ops ? c->n / 10 : c->block_ops;
+    if (d->nupd == 0)
+        d->nupd = 1;
+    for (uint64_t u = 1; u <= 4; u++) {
+        for (uint64_t i = 0; i < d->nupd; i++) {
+            make_key(i, key);
+            make_val(i, u, val);
+            if ((rc = qmdb_batch_put(b, key, 16, val, 32)) != 0)
+                die("put", rc);
+        }
+        if ((rc = qmdb_commit(d->db, ++d->h, b, d->root)) != 0)
+            die("commit", rc);
+        qmdb_batch_reset(b);
+    }
+    qmdb_batch_free(b);
+    fprintf(stderr, "loaded %" PRIu64 " keys in %.1f s (%.0f keys/s), height %" PRIu64 "\n",
+            c->n, d->load_s, c->n / d->load_s, d->h);
+}
+
+/* The claims of proof kind `kind` (0 inclusion, 1 exclusion, 2 historical): key ids and
+ * heights (UINT64_MAX = latest). */
+static void
+pick_claims(const pb_cfg *c, const pb_db *d, int kind, uint64_t cnt, uint64_t *ids,
+            uint64_t *hts)
+{
+    for (uint64_t j = 0; j < cnt; j++) {
+        uint64_t r = mix(j * 3 + (uint64_t)kind + 1000000007ull);
+        if (kind == 0) {
+            ids[j] = r % c->n;
+            hts[j] = UINT64_MAX;
+        } else if (kind == 1) {
+            ids[j] = c->n + r % (c->n * 10); /* never loaded */
+            hts[j] = UINT64_MAX;
+        } else {
+            ids[j] = r % d->nupd;
+            hts[j] = d->hl + (r >> 32) % 4; /* value version hts - hl */
+        }
+    }
+}
+
+/* Proves the first 200 historical claims once, untimed by the rates. Returns the seconds. */
+static double
+warm_history(const pb_db *d, uint64_t cnt, const uint64_t *ids, const uint64_t *hts)
+{
+    uint8_t key[16];
+    double t = now_s();
+    for (uint64_t j = 0; j < 200 && j < cnt; j++) {
+        uint8_t *p;
+        size_t len;
+        make_key(ids[j], key);
+        int rc = qmdb_prove(d->db, key, 16, hts[j], &p, &len);
+        if (rc != 0)
+            die("prove (history warm-up)", rc);
+        qmdb_proof_free(p);
+    }
+    return now_s() - t;
+}
+
+/* Verifies the k->n proofs of kind `kind` against the latest root. 0, or 1 with a message
+ * when one does not verify. */
+static int
+verify_all(const pb_db *d, int kind, const kind_stats *k, const uint64_t *ids,
+           const uint64_t *hts, uint8_t *const *proofs, const size_t *lens)
+{
+    uint8_t key[16], val[32];
+    for (uint64_t j = 0; j < k->n; j++) {
+        make_key(ids[j], key);
+        const uint8_t *v = NULL;
+        if (kind == 0) {
+            make_val(ids[j], ids[j] < d->nupd ? 4 : 0, val);
+            v = val;
+        } else if (kind == 2) {
+            make_val(ids[j], hts[j] - d->hl, val);
+            v = val;
+        }
+        const char *why = NULL;
+        int rc = qmdb_proof_verify(proofs[j], lens[j], d->root, key, 16, v, v ? 32 : 0,
+                                   kind == 2 ? hts[j] : UINT64_MAX, NULL, &why);
+        if (rc) {
+            fprintf(stderr, "%s proof %" PRIu64 " does not verify: %s\n", k->name, j, why);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Generates (timed) and verifies (timed) the proofs of one kind, then prints its line.
+ * *hist_first_s gets the history warm-up time for the historical kind. 0 or 1. */
+static int
+bench_kind(const pb_cfg *c, const pb_db *d, int kind, kind_stats *k, uint8_t **proofs,
+           size_t *lens, uint64_t *ids, uint64_t *hts, double *hist_first_s)
+{
+    uint8_t key[16];
+    k->n = kind == 0 ? c->m : (c->m / 4 ? c->m / 4 : 1);
+    pick_claims(c, d, kind, k->n, ids, hts);
+    if (kind == 2) /* warm the history cache once, timed apart */
+        *hist_first_s = warm_history(d, k->n, ids, hts);
+    double t = now_s();
+    for (uint64_t j = 0; j < k->n; j++) {
+        make_key(ids[j], key);
+        int rc = qmdb_prove(d->db, key, 16, hts[j], &proofs[j], &lens[j]);
+        if (rc != 0)
+            die("prove", rc);
+        k->bytes += (double)lens[j];
+    }
+    k->gen_s = now_s() - t;
+    t = now_s();
+    if (verify_all(d, kind, k, ids, hts, proofs, lens))
+        return 1;
+    k->ver_s = now_s() - t;
+    for (uint64_t j = 0; j < k->n; j++) {
+        qmdb_proof_free(proofs[j]);
+        proofs[j] = NULL;
+    }
+    report(k);
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    pb_cfg c = {.n = 1000000, .m = 100000, .block_ops = 100000, .dir = "./proof-bench-db"};
+    int st = parse_args(&c, argc, argv);
+    if (st >= 0)
+        return st;
+    pb_db d;
+    memset(&d, 0, sizeof(d));
+    load_db(&c, &d);
+
+    kind_stats ks[3] = {
+        {"inclusion", 0, 0, 0, 0}, {"exclusion", 0, 0, 0, 0}, {"historical", 0, 0, 0, 0}};
+    uint64_t m = c.m;
+    uint8_t **proofs = calloc(m, sizeof(uint8_t *));
+    size_t *lens = calloc(m, sizeof(size_t));
+    uint64_t *ids = calloc(m, sizeof(uint64_t));
+    uint64_t *hts = calloc(m, sizeof(uint64_t));
+    if (!proofs || !lens || !ids || !hts)
+        die("alloc", -12);
+    double hist_first_s = 0;
+    for (int kind = 0; kind < 3; kind++)
+        if (bench_kind(&c, &d, kind, &ks[kind], proofs, lens, ids, hts, &hist_first_s))
+            return 1;
+    printf("history cache warm-up (200 historical proofs, building every shard's cache): %.2f s\n",
+           hist_first_s);
+    printf("{\"entries\": %" PRIu64, c.n);
+    for (int kind = 0; kind < 3; kind++)
+        printf(", \"%s\": {\"proofs\": %" PRIu64 ", \"gen_per_s\": %.0f, \"verify_per_s\": %.0f, "
+               "\"bytes_per_proof\": %.1f}",
+               ks[kind].name, ks[kind].n, ks[kind].n / ks[kind].gen_s, ks[kind].n / ks[kind].ver_s,
+               ks[kind].bytes / (double)ks[kind].n);
+    printf(", \"history_warmup_s\": %.2f, \"load_s\": %.1f}\n", hist_first_s, d.load_s);
+    free(proofs);
+    free(lens);
+    free(ids);
+    free(hts);
+    qmdb_close(d.db);
+    if (!c.keep) {
+        char cmd[4200];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c.dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", c.dir);
+    }
+    return 0;
+}
