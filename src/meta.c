@@ -130,22 +130,9 @@ slot_read(const u8 *buf, size_t got, unsigned k, qm_meta *m)
 }
 
 int
-qm_meta_load(const char *dir, bool salvage, qm_meta *m, qm_err *err)
+qm_meta_choose(const u8 *buf, size_t got, bool salvage, const char *path, qm_meta *m,
+               qm_err *err)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/META", dir);
-    const qm_io *io = qm_io_get();
-    int fd = io->open(path, O_RDONLY, 0);
-    if (fd == -ENOENT || fd == -ENOTDIR)
-        return qm_err_set(err, QMDB_NOTADB, "%s: no META file: not a qmdb database", dir);
-    if (fd < 0)
-        return qm_err_set(err, fd, "cannot open %s: %s", path, qmdb_strerror(fd));
-    u8 buf[2 * QM_META_SLOT];
-    size_t got = 0;
-    int rc = qm_io_pread_upto(fd, buf, sizeof(buf), 0, &got);
-    io->close(fd);
-    if (rc)
-        return qm_err_set(err, rc, "cannot read %s: %s", path, qmdb_strerror(rc));
     qm_meta s[2];
     enum slot_state st[2] = {slot_read(buf, got, 0, &s[0]), slot_read(buf, got, 1, &s[1])};
     if (st[0] == SLOT_NEWER || st[1] == SLOT_NEWER)
@@ -186,6 +173,26 @@ qm_meta_load(const char *dir, bool salvage, qm_meta *m, qm_err *err)
                                               : "damaged (neither copy is valid)",
                       (unsigned long long)m->seq, k * QM_META_SLOT,
                       (unsigned long long)m->height, (unsigned long long)m->height);
+}
+
+int
+qm_meta_load(const char *dir, bool salvage, qm_meta *m, qm_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/META", dir);
+    const qm_io *io = qm_io_get();
+    int fd = io->open(path, O_RDONLY, 0);
+    if (fd == -ENOENT || fd == -ENOTDIR)
+        return qm_err_set(err, QMDB_NOTADB, "%s: no META file: not a qmdb database", dir);
+    if (fd < 0)
+        return qm_err_set(err, fd, "cannot open %s: %s", path, qmdb_strerror(fd));
+    u8 buf[2 * QM_META_SLOT];
+    size_t got = 0;
+    int rc = qm_io_pread_upto(fd, buf, sizeof(buf), 0, &got);
+    io->close(fd);
+    if (rc)
+        return qm_err_set(err, rc, "cannot read %s: %s", path, qmdb_strerror(rc));
+    return qm_meta_choose(buf, got, salvage, path, m, err);
 }
 
 int

@@ -84,6 +84,9 @@ QM_HIDDEN int qm_meta_decode(const u8 *buf, size_t len, qm_meta *m);
  * missing, QMDB_CORRUPT on damage, QMDB_VERSION_MISMATCH for an intact record of another
  * format. */
 QM_HIDDEN int qm_meta_load(const char *dir, bool salvage, qm_meta *m, qm_err *err);
+/* The same over the first `got` bytes of a META file in buf (path names it in messages). */
+QM_HIDDEN int qm_meta_choose(const u8 *buf, size_t got, bool salvage, const char *path,
+                             qm_meta *m, qm_err *err);
 /* Writes m (its seq decides the slot) and fsyncs. Creates META if needed. */
 QM_HIDDEN int qm_meta_store(const char *dir, int *fd, const qm_meta *m, qm_err *err);
 
