@@ -281,8 +281,10 @@ typedef struct qmdb_stats {
     uint64_t index_merges;       /**< hybrid indexer: overlay merges installed since open */
     uint64_t index_page_reads;   /**< hybrid indexer: run pages read by lookups since open */
     uint32_t indexer;            /**< QMDB_INDEXER_* in use */
-    uint32_t index_resumed_shards; /**< shards whose index was loaded from its checkpoint at
-                                        open (0..16; 0 = rebuilt from the log or in-memory) */
+    uint32_t index_resumed_shards; /**< shards whose index was loaded from its run file at
+                                        open (a checkpoint, or after a crash a merge's run plus
+                                        the index journal; 0..16; 0 = rebuilt from the log or
+                                        in-memory) */
     uint64_t tree_dram_bytes;    /**< DRAM used by twigs, ActiveBits and upper trees */
     uint64_t cache_dram_bytes;   /**< DRAM of per-block buffers: warm-entry caches and the
                                       in-flight blocks' pre-images (scale with the block
@@ -304,6 +306,11 @@ typedef struct qmdb_stats {
     uint64_t compact_thres;
     uint32_t utilization_ratio, utilization_div;
     uint64_t history_blocks;
+    uint64_t index_replayed_blocks; /**< hybrid indexer: blocks replayed from the index
+                                         journal at open, all shards (0 after a clean close
+                                         or a rebuild from the log) */
+    uint64_t index_replayed_changes; /**< hybrid indexer: index changes and deactivations
+                                          replayed from the journal at open */
 } qmdb_stats;
 
 QMDB_API int qmdb_stat(qmdb_db *db, qmdb_stats *st);

@@ -84,6 +84,7 @@ struct qmdb_db {
     bool job_ready;    /* a block waits for its hash and flush stages */
     u64 job_height;    /* the block in the job slot */
     qm_hp_ticket tickets[2][QM_SHARD_COUNT][3]; /* by height & 1: U of H+1 overlaps F of H */
+    int jfd[2][QM_SHARD_COUNT]; /* hybrid indexer: the journal fd block h & 1 fsyncs, or -1 */
     qm_meta job_meta;  /* the hash stage's metadata record, for the flush stage */
     int bg_rc;         /* first failure of a background stage (guarded by mu) */
     u64 compressions;  /* SHA-256 compressions by commits (atomic) */
@@ -135,6 +136,8 @@ job_shard_update(void *arg, size_t i)
     qm_hpfile_close_cold(&s->entries);
     qm_hpfile_close_cold(&s->twigs);
     int rc = qm_shard_apply(s, db->commit_height, db->cs.ops[i], db->cs.n[i]);
+    if (!rc)
+        rc = qm_shard_hix_block_end(s, db->commit_height, &db->jfd[db->commit_height & 1][i]);
     pthread_mutex_lock(&s->warm_mu);
     qm_warm_clear(&s->warm);
     pthread_mutex_unlock(&s->warm_mu);
@@ -183,6 +186,13 @@ job_shard_sync(void *arg, size_t i)
         const qm_hp_ticket *t = db->tickets[m->height & 1][i];
         QM_RET(qm_hpfile_sync_finish(&s->entries, &t[0]));
         QM_RET(qm_hpfile_sync_finish(&s->twigs, &t[1]));
+        int jfd = db->jfd[m->height & 1][i];
+        if (jfd >= 0) {
+            int rc = qm_io_get()->fsync(jfd);
+            if (rc)
+                return qm_err_set(&db->err, rc, "shard %zu: fsync of the index journal failed: "
+                                  "%s", i, qmdb_strerror(rc));
+        }
         return qm_hpfile_sync_finish(&s->tmeta, &t[2]);
     }
     /* The last job: the state root of this height goes to ROOTS, durably. */
@@ -332,6 +342,7 @@ db_alloc(const char *dir)
     db->dir = strdup(dir);
     db->meta_fd = db->roots_fd = db->lock_fd = -1;
     qm_changeset_init(&db->cs);
+    memset(db->jfd, 0xff, sizeof(db->jfd)); /* -1: no journal to fsync */
     pthread_rwlockattr_t ra;
     pthread_rwlockattr_init(&ra);
     /* The update stage must not starve behind a stream of readers. */
@@ -403,8 +414,10 @@ db_apply_prunes(qmdb_db *db)
 static int
 db_take_tickets(qmdb_db *db, u64 h)
 {
-    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++) {
+        db->jfd[h & 1][s] = -1; /* no block applied: no journal record */
         QM_RET(shard_tickets(db, s, h));
+    }
     return 0;
 }
 
@@ -738,8 +751,7 @@ db_update(qmdb_db *db, u64 h)
         qm_undo_clear(&db->undo[h & 1][i]);
         db->shard[i].undo = &db->undo[h & 1][i];
         /* Hybrid indexer: install a finished merge, start the next (writer lock held). */
-        if (db->shard[i].index.hyb)
-            QM_TRY(qm_hix_maintain(db->shard[i].index.hyb));
+        QM_TRY(qm_shard_hix_maintain(&db->shard[i], h));
     }
     if (db->rio)
         QM_TRY(qm_prefetch_block(db->shard, db->rio, &db->cs, &db->pf));
@@ -949,6 +961,8 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
             st->indexer = QMDB_INDEXER_HYBRID;
         }
         st->index_resumed_shards += s->index_resumed;
+        st->index_replayed_blocks += s->hix_replayed_blocks;
+        st->index_replayed_changes += s->hix_replayed_changes;
         st->tree_dram_bytes += qm_tree_dram_bytes(&s->tree);
         st->entry_file_bytes += qm_hpfile_disk_bytes(&s->entries);
         st->twig_file_bytes += qm_hpfile_disk_bytes(&s->twigs) + qm_hpfile_disk_bytes(&s->tmeta);

@@ -6,31 +6,36 @@
  *   page 0 (4096 bytes), the header:
  *     OFFSET SIZE FIELD
  *     0      8    magic "QMDBHIX1"
- *     8      4    version (1)
+ *     8      4    version (2)
  *     12     4    shard
  *     16     8    nrec: records in the run
  *     24     8    npages: record pages (pages 1..npages)
  *     32     8    blob_off: byte offset of the checkpoint blob (after the sparse index)
  *     40     8    blob_len (0 without a checkpoint)
- *     48     4    flags: bit 0 = the checkpoint fields below are valid
+ *     48     4    flags: bit 0 = the state fields below are valid
  *     52     4    CRC32C of the sparse index
  *     56     4    CRC32C of the blob
  *     60     4    zero
  *     64     8    height       \
  *     72     8    next_sn       |
- *     80     8    entry_size    | the shard state the checkpoint was taken at
- *     88     8    entry_head    | (qm_hix_state; compared with META at open)
- *     96     8    live          |
+ *     80     8    entry_size    | the shard state whose index the run holds (qm_hix_state):
+ *     88     8    entry_head    | every insert and erase of the blocks up to `height`
+ *     96     8    live          | and none later (the run may be ahead of the metadata)
  *     104    8    first_twig    |
  *     112    32   shard root   /
- *     144    4    CRC32C of bytes [0, 144)
+ *     144    8    generation: the index journal sXX.hixj<gen & 1> with this generation
+ *                 holds the blocks after `height` (hixj.c)
+ *     152    4    CRC32C of bytes [0, 152)
  *   pages 1..npages: 341 records of 12 bytes (key-hash bytes [0..6), then position/8 as 6
  *     big-endian bytes), sorted by key (records of one key in any order); the last page is
  *     zero-padded; bytes [4092, 4096) hold CRC32C(bytes [0, 4092)) XOR the page number.
  *   at 4096 * (npages + 1): the sparse index, npages * 6 bytes (each page's first key).
- *   at blob_off: the checkpoint blob (opaque here; recover.c writes the ActiveBits).
- * A new run is written to sXX.hix.tmp, synced, then renamed over sXX.hix. A run written by
- * a merge or a rebuild carries no checkpoint (flags 0): after a crash the next open rebuilds.
+ *   at blob_off: the blob (opaque here; hrecover.c writes the ActiveBits of that state).
+ * A new run is written to sXX.hix.tmp, synced, then renamed over sXX.hix (directory synced).
+ * Every run carries its state: a checkpoint at close, a rebuild at open (the committed
+ * state), a merge (the state at the block boundary where the overlay was frozen, taken by
+ * the caller of qm_hix_maintain). The merge starts journal generation gen + 1 at that
+ * boundary: run g, journal g and journal g + 1 cover all blocks until run g + 1 is durable.
  *
  * Thread: see hindex.h. Merges of all indexes of the process are serialised (one at a time)
  * so that they take one core at most.
@@ -46,15 +51,21 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include "codec.h"
+#include "hixj.h"
 #include "indexer.h"
 #include "io.h"
 
 #define HIX_MAGIC "QMDBHIX1"
-#define HIX_VERSION 1u
-#define HIX_HDR_CRC_AT 144u
+#define HIX_VERSION 2u
+#define HIX_HDR_CRC_AT 152u
 #define HIX_MIN_MERGE 32768u
 #define HIX_WBUF (1u << 20)
+/* A journal this long starts a merge whatever the overlay's size (blocks with few changes
+ * still add a record each; the open after a crash reads the journal). */
+#define HIX_JOURNAL_MAX (32ull << 20)
 
 /* Positions erased from the layers below (open addressing; slot = pos + 1, 0 = empty). */
 typedef struct posset {
@@ -99,6 +110,12 @@ struct qm_hindex {
     struct memo_ent *mt; /* the per-block memo (below), guarded by mmu */
     u64 mcap, mn, mrun;
     pthread_mutex_t mmu;
+    u64 gen;            /* generation of run r (0: none yet) */
+    qm_hixj j;          /* the journal of the blocks since (hixj.h) */
+    qm_hix_state fst;   /* F's state (the snapshot taken when it was frozen) */
+    u8 *fblob;          /* and its blob (fblob_len bytes) */
+    size_t fblob_len;
+    u64 fgen;           /* the generation of the run F's merge writes */
 };
 
 static pthread_mutex_t g_merge_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -509,7 +526,7 @@ hdr_put_state(u8 *h, const qm_hix_state *st)
 /* Writes sparse index, blob and header, syncs, renames over the run file and opens it for
  * reading into w->out. */
 static int
-rw_finish(rwriter *w, const qm_hix_state *st, const u8 *blob, size_t blob_len)
+rw_finish(rwriter *w, const qm_hix_state *st, u64 gen, const u8 *blob, size_t blob_len)
 {
     qm_hindex *x = w->x;
     const qm_io *io = x->io;
@@ -533,6 +550,7 @@ rw_finish(rwriter *w, const qm_hix_state *st, const u8 *blob, size_t blob_len)
     qm_put_u32le(h + 56, qm_crc32c(0, blob, blob_len));
     if (st)
         hdr_put_state(h, st);
+    qm_put_u64le(h + 144, gen);
     qm_put_u32le(h + HIX_HDR_CRC_AT, qm_crc32c(0, h, HIX_HDR_CRC_AT));
     if (!rc)
         rc = qm_iox_pwrite_full(x->io, w->fd, h, QM_HIX_PAGE, 0);
@@ -540,7 +558,7 @@ rw_finish(rwriter *w, const qm_hix_state *st, const u8 *blob, size_t blob_len)
         rc = io->fsync(w->fd);
     if (!rc && rename(x->tmp, x->path) != 0)
         rc = -errno;
-    if (!rc && st)
+    if (!rc)
         rc = qm_iox_fsync_dir(x->io, x->dir);
     if (rc)
         return qm_err_set(w->err, rc, "%s: writing the index run: %s", x->tmp, strerror(-rc));
@@ -704,18 +722,18 @@ write_rec(void *arg, const u8 key6[6], u64 pos)
 }
 
 /*
- * Writes the merged walk of run r and layers ls (see merged_walk) as a new run, with a
- * checkpoint when st is set: the merger passes F; a checkpoint F and A, or A alone.
+ * Writes the merged walk of run r and layers ls (see merged_walk) as a new run of state st
+ * and generation gen: the merger passes F; a checkpoint F and A, or A alone.
  */
 static int
-merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state *st,
+merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state *st, u64 gen,
             const u8 *blob, size_t blob_len, run *out, qm_err *err)
 {
     rwriter w;
     QM_RET(rw_open(&w, x, err));
     int rc = merged_walk(x, r, ls, write_rec, &w, err);
     if (!rc)
-        rc = rw_finish(&w, st, blob, blob_len);
+        rc = rw_finish(&w, st, gen, blob, blob_len);
     if (rc) {
         rw_abort(&w);
         return rc;
@@ -731,7 +749,8 @@ merge_frozen(qm_hindex *x)
     layer *ls[2] = {x->f, NULL};
     run out = {.fd = -1};
     pthread_mutex_lock(&g_merge_mu);
-    int rc = merge_write(x, &x->r, ls, NULL, NULL, 0, &out, &x->merr);
+    int rc = merge_write(x, &x->r, ls, x->fblob ? &x->fst : NULL, x->fgen, x->fblob,
+                         x->fblob_len, &out, &x->merr);
     pthread_mutex_unlock(&g_merge_mu);
     pthread_mutex_lock(&x->mu);
     x->out = out;
@@ -789,6 +808,7 @@ qm_hix_new(const char *dir, unsigned shard, u64 merge_changes, qm_hindex **out, 
     pthread_mutex_init(&x->mu, NULL);
     pthread_mutex_init(&x->mmu, NULL);
     pthread_cond_init(&x->cv, NULL);
+    qm_hixj_init(&x->j, x->io, dir, shard);
     x->a = layer_new();
     /* Under a test I/O layer merges run inline (qm_hix_maintain): no merger thread, which
      * could otherwise pick up the request too. */
@@ -823,6 +843,8 @@ qm_hix_free(qm_hindex *x)
     layer_free(x->f);
     bulk_free(x);
     free(x->mt);
+    free(x->fblob);
+    qm_hixj_close(&x->j);
     pthread_mutex_destroy(&x->mu);
     pthread_mutex_destroy(&x->mmu);
     pthread_cond_destroy(&x->cv);
@@ -830,7 +852,7 @@ qm_hix_free(qm_hindex *x)
 }
 
 int
-qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, const qm_hix_state *want,
+qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, qm_hix_state *st, u64 *gen,
             qm_hindex **out, u8 **blob, size_t *blob_len, qm_err *err)
 {
     *out = NULL;
@@ -852,9 +874,6 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, const qm_hix_sta
         io->close(fd);
         return QMDB_NOTFOUND;
     }
-    u8 enc[QM_HIX_PAGE]; /* the wanted state, encoded like the header */
-    memset(enc, 0, sizeof(enc));
-    hdr_put_state(enc, want);
     u64 nrec = qm_get_u64le(h + 16), npages = qm_get_u64le(h + 24);
     u64 boff = qm_get_u64le(h + 32), blen = qm_get_u64le(h + 40);
     /* Sizes from the file: every comparison in a form that cannot wrap. */
@@ -862,7 +881,7 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, const qm_hix_sta
                 npages == nrec / QM_HIX_PER_PAGE + (nrec % QM_HIX_PER_PAGE != 0) &&
                 boff <= fsize && blen == fsize - boff;
     u64 soff = sane ? (npages + 1) * QM_HIX_PAGE : 0;
-    if (!sane || memcmp(h + 64, enc + 64, 80) != 0 || boff != soff + npages * 6) {
+    if (!sane || boff != soff + npages * 6) {
         io->close(fd);
         return QMDB_NOTFOUND;
     }
@@ -893,6 +912,15 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, const qm_hix_sta
     x->r.first = first;
     x->r.file_bytes = fsize;
     x->count = nrec;
+    x->gen = qm_get_u64le(h + 144);
+    st->height = qm_get_u64le(h + 64);
+    st->next_sn = qm_get_u64le(h + 72);
+    st->entry_size = qm_get_u64le(h + 80);
+    st->entry_head = qm_get_u64le(h + 88);
+    st->live = qm_get_u64le(h + 96);
+    st->first_twig = qm_get_u64le(h + 104);
+    memcpy(st->root, h + 112, 32);
+    *gen = x->gen;
     *out = x;
     *blob = b;
     *blob_len = blen;
@@ -1305,6 +1333,7 @@ qm_hix_page_of(qm_hindex *x, const u8 kh[32], int *fd, u64 *off)
 int
 qm_hix_insert(qm_hindex *x, const u8 kh[32], u64 pos)
 {
+    qm_hixj_ins(&x->j, kh, pos);
     QM_RET(qm_index_insert(&x->a->ins, kh, pos));
     x->count++;
     return 0;
@@ -1313,6 +1342,7 @@ qm_hix_insert(qm_hindex *x, const u8 kh[32], u64 pos)
 int
 qm_hix_erase(qm_hindex *x, const u8 kh[32], u64 pos)
 {
+    qm_hixj_erase(&x->j, kh, pos);
     if (qm_index_erase(&x->a->ins, kh, pos) != 0)
         QM_RET(ps_add(&x->a->del, pos));
     x->count--;
@@ -1322,6 +1352,7 @@ qm_hix_erase(qm_hindex *x, const u8 kh[32], u64 pos)
 int
 qm_hix_replace(qm_hindex *x, const u8 kh[32], u64 old_pos, u64 new_pos)
 {
+    qm_hixj_replace(&x->j, kh, old_pos, new_pos);
     if (qm_index_replace(&x->a->ins, kh, old_pos, new_pos) == 0)
         return 0;
     QM_RET(ps_add(&x->a->del, old_pos));
@@ -1336,8 +1367,19 @@ qm_hix_bulk_add(qm_hindex *x, const u8 kh[32], u64 pos)
     return rv_add(x->bulk, kh, pos);
 }
 
+/* A generation number for a new chain of runs (a rebuild or a new index): unlikely to equal
+ * that of a journal file left by an earlier chain in the directory. */
+static u64
+new_chain_gen(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    u64 g = ((u64)ts.tv_sec << 30) ^ (u64)ts.tv_nsec ^ ((u64)getpid() << 48);
+    return (g & ~(u64)0xffff) | 0x100; /* room for 2^16 merges before wrapping a field */
+}
+
 int
-qm_hix_bulk_finish(qm_hindex *x)
+qm_hix_bulk_finish(qm_hindex *x, const qm_hix_state *st, const u8 *blob, size_t blob_len)
 {
     recvec none = {0}, *b = x->bulk ? x->bulk : &none;
     if (b->n > 1)
@@ -1348,8 +1390,9 @@ qm_hix_bulk_finish(qm_hindex *x)
     int rc = 0;
     for (u64 i = 0; i < b->n && !rc; i++)
         rc = rw_add(&w, b->v + i * QM_HIX_REC, rec_pos12(b->v + i * QM_HIX_REC));
+    u64 gen = new_chain_gen();
     if (!rc)
-        rc = rw_finish(&w, NULL, NULL, 0);
+        rc = rw_finish(&w, st, gen, blob, blob_len);
     if (rc) {
         rw_abort(&w);
         return rc;
@@ -1357,6 +1400,7 @@ qm_hix_bulk_finish(qm_hindex *x)
     run_close(x->io, &x->r);
     x->r = w.out;
     x->count = x->r.nrec;
+    x->gen = gen;
     bulk_free(x);
     return 0;
 }
@@ -1383,12 +1427,44 @@ install_locked(qm_hindex *x)
     x->out.first = NULL;
     layer_free(x->f);
     x->f = NULL;
+    x->gen = x->fgen;
+    free(x->fblob);
+    x->fblob = NULL;
     x->merges++;
     return 0;
 }
 
+/* Freezes A into F (mu held, no merge running): takes the snapshot of the state A reflects
+ * and starts the journal of the next generation at block `height`. */
+static int
+freeze_locked(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg)
+{
+    layer *na = layer_new();
+    if (!na)
+        return -ENOMEM;
+    qm_hix_state st = {0};
+    u8 *blob = NULL;
+    size_t len = 0;
+    int rc = snap ? snap(arg, &st, &blob, &len) : 0;
+    u64 gen = x->gen ? x->gen + 1 : new_chain_gen();
+    if (!rc && snap)
+        rc = qm_hixj_start(&x->j, gen, height, x->err);
+    if (rc) {
+        free(blob);
+        layer_free(na);
+        return rc;
+    }
+    x->fst = st;
+    x->fblob = blob;
+    x->fblob_len = len;
+    x->fgen = gen;
+    x->f = x->a;
+    x->a = na;
+    return 0;
+}
+
 int
-qm_hix_maintain(qm_hindex *x)
+qm_hix_maintain(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg)
 {
     int rc = 0;
     /* A test I/O layer (fault injection, simulated power loss) is single-threaded: merge
@@ -1398,15 +1474,9 @@ qm_hix_maintain(qm_hindex *x)
     if (x->state == MERGE_DONE)
         rc = install_locked(x);
     u64 thres = x->merge_changes ? x->merge_changes : QM_MAX((u64)HIX_MIN_MERGE, x->r.nrec / 12);
-    if (!rc && x->state == MERGE_IDLE && !x->f && layer_changes(x->a) >= thres) {
-        layer *na = layer_new();
-        if (!na) {
-            rc = -ENOMEM;
-        } else {
-            x->f = x->a;
-            x->a = na;
-        }
-    }
+    if (!rc && x->state == MERGE_IDLE && !x->f &&
+        (layer_changes(x->a) >= thres || (x->j.on && x->j.off >= HIX_JOURNAL_MAX)))
+        rc = freeze_locked(x, height, snap, arg);
     /* Start (or, after a failure, retry) the merge of F. */
     if (!rc && x->state == MERGE_IDLE && x->f) {
         x->state = MERGE_REQUESTED;
@@ -1436,18 +1506,50 @@ qm_hix_checkpoint(qm_hindex *x, const qm_hix_state *st, const u8 *blob, size_t b
         return rc;
     layer *ls[3] = {x->f ? x->f : x->a, x->f ? x->a : NULL, NULL};
     run out = {.fd = -1};
+    u64 gen = x->gen ? QM_MAX(x->gen, x->fgen) + 1 : new_chain_gen();
     pthread_mutex_lock(&g_merge_mu);
-    rc = merge_write(x, &x->r, ls, st, blob, blob_len, &out, x->err);
+    rc = merge_write(x, &x->r, ls, st, gen, blob, blob_len, &out, x->err);
     pthread_mutex_unlock(&g_merge_mu);
     if (rc)
         return rc;
     run_close(x->io, &x->r);
     x->r = out;
+    x->gen = gen;
+    free(x->fblob);
+    x->fblob = NULL;
+    /* No block follows a checkpoint in this process; the next open continues the journal. */
+    x->j.on = false;
     layer_free(x->f);
     x->f = NULL;
     layer_free(x->a);
     x->a = layer_new();
     return x->a ? 0 : -ENOMEM;
+}
+
+/* ---- the journal ---------------------------------------------------------------------------- */
+
+void
+qm_hix_note_deact(qm_hindex *x, u64 sn)
+{
+    qm_hixj_deact(&x->j, sn);
+}
+
+int
+qm_hix_journal_block(qm_hindex *x, const qm_hixj_blk *b, int *sync_fd)
+{
+    return qm_hixj_block(&x->j, b, sync_fd, x->err);
+}
+
+qm_hixj *
+qm_hix_journal(qm_hindex *x)
+{
+    return &x->j;
+}
+
+u64
+qm_hix_gen(const qm_hindex *x)
+{
+    return x->gen;
 }
 
 /* ---- walks and statistics ----------------------------------------------------------------- */

@@ -62,15 +62,6 @@ qm_ix_bulk_add(qm_ix *x, const u8 kh[32], u64 pos)
     return x->hyb ? qm_hix_bulk_add(x->hyb, kh, pos) : qm_index_bulk_add(&x->mem, kh, pos);
 }
 
-static inline int
-qm_ix_bulk_finish(qm_ix *x)
-{
-    if (x->hyb)
-        return qm_hix_bulk_finish(x->hyb);
-    qm_index_bulk_finish(&x->mem);
-    return 0;
-}
-
 /* Every live record in key order: fn(arg, key-hash bytes [0..6), position). */
 static inline int
 qm_ix_foreach(qm_ix *x, unsigned shard, qm_index_fn fn, void *arg)

@@ -335,6 +335,8 @@ shard_append(qm_shard *s, int kind, const u8 *key, u32 klen, const u8 *val, u32 
             return QM_CORRUPT(s->err, "shard %u: deactivating SN %" PRIu64 " which is not live",
                               s->id, dsn[i]);
         qm_tree_deactivate(&s->tree, dsn[i], s->height);
+        if (s->index.hyb)
+            qm_hix_note_deact(s->index.hyb, dsn[i]);
     }
     *pos_out = pos;
     return 0;

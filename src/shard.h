@@ -90,7 +90,8 @@ typedef struct qm_shard {
     u8 *twigrec;        /* 128 KiB scratch for twig records */
     FILE *trace;        /* optional append trace (debugging aid) */
     struct qm_undo *undo; /* when set, the update stage records pre-images here (undo.h) */
-    bool index_resumed; /* the hybrid index came from its checkpoint at open */
+    bool index_resumed; /* the hybrid index came from its run file at open */
+    u64 hix_replayed_blocks, hix_replayed_changes; /* of the index journal, at open */
 } qm_shard;
 
 /* Creates a new shard with its 4096 sentries (not yet durable). */
@@ -100,10 +101,24 @@ QM_HIDDEN int qm_shard_create(qm_shard *s, unsigned id, const char *dir, const q
 QM_HIDDEN int qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
                             const qm_shard_meta *m, qm_err *err);
 QM_HIDDEN void qm_shard_close(qm_shard *s);
-/* With the hybrid indexer: writes its checkpoint of the committed state at `height` (all of
- * the shard's blocks must be durable), so that the next fast open skips the log scan.
- * No-op otherwise (recover.c). */
+/* Hybrid indexer (hrecover.c). checkpoint: writes a run of the committed state at `height`
+ * (all of the shard's blocks must be durable), so that the next open skips the log scan.
+ * maintain: before block `height` is applied (qm_hix_maintain with the shard's snapshot).
+ * block_end: after block `height` was applied, its journal record; *sync_fd is the fd the
+ * block's flush must fsync (-1: none). No-ops without the hybrid indexer. */
 QM_HIDDEN int qm_shard_checkpoint(qm_shard *s, u64 height);
+QM_HIDDEN int qm_shard_hix_maintain(qm_shard *s, u64 height);
+QM_HIDDEN int qm_shard_hix_block_end(qm_shard *s, u64 height, int *sync_fd);
+/* At open (hrecover.c): resume the hybrid index from its run and journal. QMDB_NOTFOUND:
+ * nothing usable (the caller rebuilds from the log and then calls qm_shard_hix_rebuilt). */
+QM_HIDDEN int qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m);
+/* After a rebuild from the log (bulk records added): writes the run of the committed state
+ * and starts its journal. */
+QM_HIDDEN int qm_shard_hix_rebuilt(qm_shard *s, const qm_shard_meta *m);
+/* Shared by the log scan and the resume (recover.c): hashes the youngest twig's entries,
+ * which start at log offset pos, into its left tree; checks that they end at the committed
+ * log size. */
+QM_HIDDEN int qm_shard_youngest_leaves(qm_shard *s, const qm_shard_meta *m, u64 pos);
 
 /* Applies the shard's operations of one block (sorted by tx, key hash; deduplicated). */
 QM_HIDDEN int qm_shard_apply(qm_shard *s, u64 height, const qm_op *ops, size_t n);
