@@ -16,7 +16,7 @@
  * (qm_hix_maintain). Lookups read one run page in the common case (two when a page boundary
  * falls inside the key's records or all predecessors on a page are erased).
  *
- * The run file sXX.hix (layout in hindex.c and FORMAT.md §10) records the shard state whose
+ * The run file sXX.hix (layout in hixrun.c and FORMAT.md) records the shard state whose
  * index it holds and an opaque blob (hrecover.c stores the ActiveBits of that state), and a
  * generation: the change journal of that generation (hixj.h) records every block after that
  * state. An open resumes from run + journal (hrecover.c): a checkpoint written at close is

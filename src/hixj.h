@@ -2,7 +2,7 @@
 /*
  * hixj.h -- the change journal of the hybrid indexer: per block, the index changes and the
  * deactivated serial numbers a shard's update made, so that an open after a crash resumes
- * from the last run (which records the shard state it reflects, hindex.c) plus the journal
+ * from the last run (which records the shard state it reflects, hixrun.c) plus the journal
  * of the blocks since, instead of scanning the whole entry log.
  *
  * File dir/sXX.hixj<gen & 1> (layout in hixj.c and FORMAT.md §11): a header naming the

@@ -4,7 +4,7 @@
  * runs carry, the journal record of each block, the checkpoint at close, and the open that
  * resumes from the run file plus the journal instead of scanning the entry log.
  *
- * A run (hindex.c) holds the index as of a shard state S (its header) and a blob with the
+ * A run (hixrun.c) holds the index as of a shard state S (its header) and a blob with the
  * ActiveBits of S (below); the journal of the run's generation (hixj.c) holds, per block
  * after S, the index changes and the deactivated SNs. An open with committed metadata M at
  * height H resumes when:
