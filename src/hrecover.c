@@ -133,7 +133,10 @@ qm_shard_hix_rebuilt(qm_shard *s, const qm_shard_meta *m)
     u8 *blob = NULL;
     size_t len = 0;
     int rc = shard_snapshot(s, s->par->height, &st, &blob, &len);
+    /* The committed state: the tree's root is recomputed (and compared with META's) only
+     * after this. */
     st.entry_head = m->entry_head;
+    memcpy(st.root, m->root, 32);
     if (!rc)
         rc = qm_hix_bulk_finish(s->index.hyb, &st, blob, len);
     free(blob);

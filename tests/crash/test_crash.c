@@ -379,7 +379,7 @@ power_once(void)
 
 /* A child opens (writable, fast), commits n blocks, submits one more and SIGKILLs itself
  * (or, with clean, closes: a checkpoint). Exit 6: its open did not resume every shard although
- * must_resume; 7: no merge ran (the run would not be a merge's). */
+ * must_resume; 7: n > 0 and fewer than two merges ran (the runs would not be merges'). */
 static void
 child_commit_kill(uint64_t n, bool must_resume, bool clean)
 {
@@ -404,7 +404,7 @@ child_commit_kill(uint64_t n, bool must_resume, bool clean)
             if (qmdb_commit(db, h, b, root))
                 _exit(4);
         }
-        if (qmdb_stat(db, &st) || st.index_merges < 2)
+        if (qmdb_stat(db, &st) || (n > 0 && st.index_merges < 2))
             _exit(7);
         if (clean) {
             qmdb_close(db);
@@ -480,13 +480,37 @@ file_put(const char *name, const char *data, size_t len)
     REQUIRE(fclose(f) == 0);
 }
 
+/* A little-endian u64 of shard i's run header (64: state height, 144: generation). */
+static uint64_t
+run_field(int i, size_t off)
+{
+    char name[16];
+    snprintf(name, sizeof(name), "s%02x.hix", i);
+    size_t len = 0;
+    char *f = file_get(name, &len);
+    uint64_t v = 0;
+    if (f && len >= off + 8)
+        for (int k = 7; k >= 0; k--)
+            v = v << 8 | (unsigned char)f[off + (size_t)k];
+    free(f);
+    return v;
+}
+
 static void
 resume_mode(void)
 {
     REQUIRE(hybrid);
-    size_t stale_len = 0, len = 0, len2 = 0;
-    char *stale = file_get("s02.hix", &stale_len); /* the checkpoint after the prefill */
-    REQUIRE(stale != NULL);
+    size_t len = 0, len2 = 0;
+    uint64_t stale_gen[16]; /* the checkpoints after the prefill */
+    char *stale[16];
+    size_t stale_len[16];
+    for (int i = 0; i < 16; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "s%02x.hix", i);
+        stale_gen[i] = run_field(i, 144);
+        stale[i] = file_get(name, &stale_len[i]);
+        REQUIRE(stale[i] != NULL);
+    }
     uint64_t h = last_ok;
 
     /* 1. A crash after merges: every shard resumes from a merge's run plus the journal. */
@@ -514,29 +538,45 @@ resume_mode(void)
     run0[70] ^= 0x20;
     file_put("s00.hix", run0, len);
 
-    /* 4. A damaged journal record (its first): shard 1 scans the log. */
-    char *j0 = file_get("s01.hixj0", &len), *j1 = file_get("s01.hixj1", &len2);
+    /* 4. A damaged journal record (the first of both files) of a shard whose run is older
+     * than the committed height (a merge may have written one of exactly that height when
+     * the block in flight at the kill had been frozen into it): that shard scans the log. */
+    int js = 1;
+    while (js < 16 && run_field(js, 64) >= h)
+        js++;
+    REQUIRE(js < 16);
+    char jn0[16], jn1[16];
+    snprintf(jn0, sizeof(jn0), "s%02x.hixj0", js);
+    snprintf(jn1, sizeof(jn1), "s%02x.hixj1", js);
+    char *j0 = file_get(jn0, &len), *j1 = file_get(jn1, &len2);
     REQUIRE(j0 || j1);
     if (j0 && len > 64 + 48)
-        j0[72] ^= 0x01, file_put("s01.hixj0", j0, len);
+        j0[72] ^= 0x01, file_put(jn0, j0, len);
     if (j1 && len2 > 64 + 48)
-        j1[72] ^= 0x01, file_put("s01.hixj1", j1, len2);
-    st = resume_check(h, "damaged journal (shard 1)");
+        j1[72] ^= 0x01, file_put(jn1, j1, len2);
+    st = resume_check(h, "damaged journal");
     CHECK_EQ_U64(st.index_resumed_shards, 15);
     if (j0 && len > 64 + 48)
-        j0[72] ^= 0x01, file_put("s01.hixj0", j0, len);
+        j0[72] ^= 0x01, file_put(jn0, j0, len);
     if (j1 && len2 > 64 + 48)
-        j1[72] ^= 0x01, file_put("s01.hixj1", j1, len2);
+        j1[72] ^= 0x01, file_put(jn1, j1, len2);
     st = resume_check(h, "files restored");
     CHECK_EQ_U64(st.index_resumed_shards, 16);
 
-    /* 5. A stale run (an older generation, whose journal is gone): shard 2 scans the log. */
-    char *run2 = file_get("s02.hix", &len);
+    /* 5. A stale run: the prefill's checkpoint in a shard that has installed two merges
+     * since (the journal file of its generation was reused). That shard scans the log. */
+    int ss = 2;
+    while (ss < 16 && run_field(ss, 144) < stale_gen[ss] + 2)
+        ss++;
+    REQUIRE(ss < 16);
+    char sn[16];
+    snprintf(sn, sizeof(sn), "s%02x.hix", ss);
+    char *run2 = file_get(sn, &len);
     REQUIRE(run2 != NULL);
-    file_put("s02.hix", stale, stale_len);
-    st = resume_check(h, "stale run (shard 2)");
+    file_put(sn, stale[ss], stale_len[ss]);
+    st = resume_check(h, "stale run");
     CHECK_EQ_U64(st.index_resumed_shards, 15);
-    file_put("s02.hix", run2, len);
+    file_put(sn, run2, len);
 
     /* 6. Runs ahead of the committed metadata (a checkpoint at a height whose metadata was
      * then lost): every shard scans the log; the writable open after it rebuilds the runs,
@@ -548,12 +588,17 @@ resume_mode(void)
     st = resume_check(h, "runs ahead of META");
     CHECK_EQ_U64(st.index_resumed_shards, 0);
     CHECK_EQ_U64(st.height, h);
-    child_commit_kill(20, false, false);
-    st = resume_check(h + 20, "crash after a rebuild");
+    child_commit_kill(0, false, false); /* the rebuild's runs: the committed state */
+    st = resume_check(h, "crash right after a rebuild");
+    CHECK_EQ_U64(st.index_resumed_shards, 16);
+    h = st.height;
+    child_commit_kill(20, true, false);
+    st = resume_check(h + 20, "crash after a rebuild and merges");
     CHECK_EQ_U64(st.index_resumed_shards, 16);
     CHECK(st.index_replayed_blocks >= 16);
     last_ok = st.height;
-    free(stale);
+    for (int i = 0; i < 16; i++)
+        free(stale[i]);
     free(run0);
     free(run2);
     free(j0);
