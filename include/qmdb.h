@@ -111,9 +111,12 @@ typedef struct qmdb_options {
 #define QMDB_INDEXER_MEMORY 0u
 /** The hybrid indexer: records on SSD (files sXX.hix) in sorted runs, a sparse index and an
  *  overlay of recent changes in DRAM (about 1-2 bytes per live entry), merged by a background
- *  thread. qmdb_close writes a checkpoint; a QMDB_OPEN_FAST open of a cleanly closed database
- *  then reads it instead of scanning the log. After a crash, or in a verifying open, the
- *  index is rebuilt from the log. */
+ *  thread. Every run records the state it reflects, and each block's index changes go to a
+ *  journal (sXX.hixj0/1) fsynced with the block. A QMDB_OPEN_FAST open loads the last run
+ *  instead of scanning the log, and replays the journal of the blocks since (none after
+ *  qmdb_close, which writes a run of the committed state; after a crash, those since the
+ *  last merge). A verifying open, or an open whose run and journal do not lead exactly to
+ *  the committed state, rebuilds the index from the log. */
 #define QMDB_INDEXER_HYBRID 1u
 
 /** Open flag: skip hashing the entries of full twigs at open. By default open hashes every

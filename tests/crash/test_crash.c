@@ -16,7 +16,8 @@
  *                                 merges; each fast open must resume every shard from its run
  *                                 plus the index journal (replayed blocks counted), and fall
  *                                 back to the log scan for a damaged run or journal, a stale
- *                                 run, and runs ahead of the committed metadata.
+ *                                 run, runs ahead of the committed metadata, and blocks that
+ *                                 an in-memory-indexer writer committed.
  *
  * After every crash the parent reopens (full verifying open) and checks: the height H is at
  * least the last height whose commit the child reported; the root of H equals the root the
@@ -381,12 +382,14 @@ power_once(void)
  * (or, with clean, closes: a checkpoint). Exit 6: its open did not resume every shard although
  * must_resume; 7: n > 0 and fewer than two merges ran (the runs would not be merges'). */
 static void
-child_commit_kill(uint64_t n, bool must_resume, bool clean)
+child_commit_kill(uint64_t n, bool must_resume, bool clean, bool memory)
 {
     fflush(NULL);
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+        if (memory)
+            setenv("QMDB_INDEXER", "memory", 1);
         int rc;
         qmdb_db *db = open_db(QMDB_OPEN_FAST, &rc);
         if (!db)
@@ -404,7 +407,7 @@ child_commit_kill(uint64_t n, bool must_resume, bool clean)
             if (qmdb_commit(db, h, b, root))
                 _exit(4);
         }
-        if (qmdb_stat(db, &st) || (n > 0 && st.index_merges < 2))
+        if (qmdb_stat(db, &st) || (n > 0 && !memory && st.index_merges < 2))
             _exit(7);
         if (clean) {
             qmdb_close(db);
@@ -514,7 +517,7 @@ resume_mode(void)
     uint64_t h = last_ok;
 
     /* 1. A crash after merges: every shard resumes from a merge's run plus the journal. */
-    child_commit_kill(40, true, false);
+    child_commit_kill(40, true, false, false);
     qmdb_stats st = resume_check(h + 40, "crash after merges");
     CHECK_EQ_U64(st.index_resumed_shards, 16);
     CHECK(st.index_replayed_blocks >= 16 && st.index_replayed_changes > 0);
@@ -522,7 +525,7 @@ resume_mode(void)
 
     /* 2. The resumed writable open continues the journal (the records after the committed
      * height cut): again. */
-    child_commit_kill(25, true, false);
+    child_commit_kill(25, true, false, false);
     st = resume_check(h + 25, "crash after a resumed open");
     CHECK_EQ_U64(st.index_resumed_shards, 16);
     CHECK(st.index_replayed_blocks >= 16 && st.index_replayed_changes > 0);
@@ -583,19 +586,37 @@ resume_mode(void)
      * and a crash after that resumes again. */
     char *meta = file_get("META", &len2);
     REQUIRE(meta != NULL);
-    child_commit_kill(20, true, true);
+    child_commit_kill(20, true, true, false);
     file_put("META", meta, len2);
     st = resume_check(h, "runs ahead of META");
     CHECK_EQ_U64(st.index_resumed_shards, 0);
     CHECK_EQ_U64(st.height, h);
-    child_commit_kill(0, false, false); /* the rebuild's runs: the committed state */
+    child_commit_kill(0, false, false, false); /* the rebuild's runs: the committed state */
     st = resume_check(h, "crash right after a rebuild");
     CHECK_EQ_U64(st.index_resumed_shards, 16);
     h = st.height;
-    child_commit_kill(20, true, false);
+    child_commit_kill(20, true, false, false);
     st = resume_check(h + 20, "crash after a rebuild and merges");
     CHECK_EQ_U64(st.index_resumed_shards, 16);
     CHECK(st.index_replayed_blocks >= 16);
+    h = st.height;
+
+    /* 7. Blocks committed by an open with the in-memory indexer: it deleted the runs and
+     * journals (they would miss its blocks), so the hybrid open scans the log. */
+    child_commit_kill(10, false, false, true);
+    for (int i = 0; i < 16; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "s%02x.hix", i);
+        CHECK(file_get(name, &len) == NULL);
+        snprintf(name, sizeof(name), "s%02x.hixj%d", i, i & 1);
+        CHECK(file_get(name, &len) == NULL);
+    }
+    st = resume_check(h + 10, "crash of an in-memory-indexer writer");
+    CHECK_EQ_U64(st.index_resumed_shards, 0);
+    h = st.height;
+    child_commit_kill(20, false, false, false);
+    st = resume_check(h + 20, "crash after the hybrid writer is back");
+    CHECK_EQ_U64(st.index_resumed_shards, 16);
     last_ok = st.height;
     for (int i = 0; i < 16; i++)
         free(stale[i]);
