@@ -113,9 +113,12 @@ typedef struct qmdb_options {
 #define QMDB_INDEXER_MEMORY 0u
 /** The hybrid indexer: records on SSD (files sXX.hix) in sorted runs, a sparse index and an
  *  overlay of recent changes in DRAM (about 1-2 bytes per live entry), merged by a background
- *  thread. qmdb_close writes a checkpoint; a QMDB_OPEN_FAST open of a cleanly closed database
- *  then reads it instead of scanning the log. After a crash, or in a verifying open, the
- *  index is rebuilt from the log. */
+ *  thread. Every run records the state it reflects, and each block's index changes go to a
+ *  journal (sXX.hixj0/1) fsynced with the block. A QMDB_OPEN_FAST open loads the last run
+ *  instead of scanning the log, and replays the journal of the blocks since (none after
+ *  qmdb_close, which writes a run of the committed state; after a crash, those since the
+ *  last merge). A verifying open, or an open whose run and journal do not lead exactly to
+ *  the committed state, rebuilds the index from the log. */
 #define QMDB_INDEXER_HYBRID 1u
 
 /** Open flag: skip hashing the entries of full twigs at open. By default open hashes every
@@ -298,8 +301,10 @@ typedef struct qmdb_stats {
     uint64_t index_merges;       /**< hybrid indexer: overlay merges installed since open */
     uint64_t index_page_reads;   /**< hybrid indexer: run pages read by lookups since open */
     uint32_t indexer;            /**< QMDB_INDEXER_* in use */
-    uint32_t index_resumed_shards; /**< shards whose index was loaded from its checkpoint at
-                                        open (0..16; 0 = rebuilt from the log or in-memory) */
+    uint32_t index_resumed_shards; /**< shards whose index was loaded from its run file at
+                                        open (a checkpoint, or after a crash a merge's run plus
+                                        the index journal; 0..16; 0 = rebuilt from the log or
+                                        in-memory) */
     uint64_t tree_dram_bytes;    /**< DRAM used by twigs, ActiveBits and upper trees */
     uint64_t cache_dram_bytes;   /**< DRAM of per-block buffers: warm-entry caches and the
                                       in-flight blocks' pre-images (scale with the block
@@ -322,6 +327,11 @@ typedef struct qmdb_stats {
     uint64_t compact_thres;
     uint32_t utilization_ratio, utilization_div;
     uint64_t history_blocks;
+    uint64_t index_replayed_blocks; /**< hybrid indexer: blocks replayed from the index
+                                         journal at open, all shards (0 after a clean close
+                                         or a rebuild from the log) */
+    uint64_t index_replayed_changes; /**< hybrid indexer: index changes and deactivations
+                                          replayed from the journal at open */
 } qmdb_stats;
 
 QMDB_API int qmdb_stat(qmdb_db *db, qmdb_stats *st);

@@ -2,40 +2,13 @@
 /*
  * hindex.c -- the hybrid indexer (layers and threads in hindex.h).
  *
- * Run file dir/sXX.hix (all integers little-endian unless noted; FORMAT.md §10):
- *   page 0 (4096 bytes), the header:
- *     OFFSET SIZE FIELD
- *     0      8    magic "QMDBHIX1"
- *     8      4    version (1)
- *     12     4    shard
- *     16     8    nrec: records in the run
- *     24     8    npages: record pages (pages 1..npages)
- *     32     8    blob_off: byte offset of the checkpoint blob (after the sparse index)
- *     40     8    blob_len (0 without a checkpoint)
- *     48     4    flags: bit 0 = the checkpoint fields below are valid
- *     52     4    CRC32C of the sparse index
- *     56     4    CRC32C of the blob
- *     60     4    zero
- *     64     8    height       \
- *     72     8    next_sn       |
- *     80     8    entry_size    | the shard state the checkpoint was taken at
- *     88     8    entry_head    | (qm_hix_state; compared with META at open)
- *     96     8    live          |
- *     104    8    first_twig    |
- *     112    32   shard root   /
- *     144    4    CRC32C of bytes [0, 144)
- *   pages 1..npages: 341 records of 12 bytes (key-hash bytes [0..6), then position/8 as 6
- *     big-endian bytes), sorted by key (records of one key in any order); the last page is
- *     zero-padded; bytes [4092, 4096) hold CRC32C(bytes [0, 4092)) XOR the page number.
- *   at 4096 * (npages + 1): the sparse index, npages * 6 bytes (each page's first key).
- *   at blob_off: the checkpoint blob (opaque here; recover.c writes the ActiveBits).
- * A new run is written to sXX.hix.tmp, synced, then renamed over sXX.hix. A run written by
- * a merge or a rebuild carries no checkpoint (flags 0): after a crash the next open rebuilds.
+ * The run file's layout, its writer and sequential reader, merged walks and loading are in
+ * hixrun.c; this file holds the layers, lookups, changes, the merger thread and maintenance.
  *
  * Thread: see hindex.h. Merges of all indexes of the process are serialised (one at a time)
  * so that they take one core at most.
  */
-#include "hindex.h"
+#include "hindex_int.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -47,59 +20,14 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "hixj.h"
 #include "indexer.h"
 #include "io.h"
 
-#define HIX_MAGIC "QMDBHIX1"
-#define HIX_VERSION 1u
-#define HIX_HDR_CRC_AT 144u
 #define HIX_MIN_MERGE 32768u
-#define HIX_WBUF (1u << 20)
-
-/* Positions erased from the layers below (open addressing; slot = pos + 1, 0 = empty). */
-typedef struct posset {
-    u64 *slot;
-    u64 cap, n;
-} posset;
-
-typedef struct layer {
-    qm_index ins;
-    posset del;
-} layer;
-
-typedef struct run {
-    u64 id; /* unique in the process (keys the page cache) */
-    int fd; /* -1: no run yet */
-    u64 nrec, npages;
-    u8 *first; /* npages * 6 bytes */
-    u64 file_bytes;
-} run;
-
-enum { MERGE_IDLE, MERGE_REQUESTED, MERGE_DONE };
-
-struct qm_hindex {
-    char path[4096], tmp[4104], dir[4096];
-    const qm_io *io; /* the I/O layer at creation (the merger never switches layers) */
-    unsigned shard;
-    u64 merge_changes;
-    run r;
-    layer *a, *f;
-    u64 count;
-    struct recvec *bulk; /* records of a bulk load, until bulk_finish */
-    pthread_t th;
-    bool th_started, stop;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int state;
-    int merge_rc;
-    run out;
-    qm_err merr, *err;
-    u64 merges;
-    u64 page_reads; /* atomic */
-    struct memo_ent *mt; /* the per-block memo (below), guarded by mmu */
-    u64 mcap, mn, mrun;
-    pthread_mutex_t mmu;
-};
+/* A journal this long starts a merge whatever the overlay's size (blocks with few changes
+ * still add a record each; the open after a crash reads the journal). */
+#define HIX_JOURNAL_MAX (32ull << 20)
 
 static pthread_mutex_t g_merge_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
@@ -138,8 +66,8 @@ fork_once(void)
  * pages without copying them or holding both copies resident; ThreadSanitizer does not
  * intercept mremap (pages moved onto addresses another thread once used keep that thread's
  * shadow state and read as a race), so under TSan they grow by map, copy and unmap. */
-static void *
-big_realloc(void *p, size_t old, size_t n)
+void *
+hix_big_realloc(void *p, size_t old, size_t n)
 {
     void *q;
 #ifndef QM_NO_MREMAP
@@ -158,8 +86,8 @@ big_realloc(void *p, size_t old, size_t n)
     return q;
 }
 
-static void
-big_free(void *p, size_t n)
+void
+hix_big_free(void *p, size_t n)
 {
     if (p)
         munmap(p, n);
@@ -173,8 +101,8 @@ ps_hash(u64 pos)
     return (pos >> 3) * 0x9E3779B97F4A7C15ull;
 }
 
-static bool
-ps_has(const posset *s, u64 pos)
+bool
+hix_ps_has(const posset *s, u64 pos)
 {
     if (s->n == 0)
         return false;
@@ -244,8 +172,8 @@ layer_bytes(const layer *l)
 
 /* ---- runs --------------------------------------------------------------------------------- */
 
-static void
-run_close(const qm_io *io, run *r)
+void
+hix_run_close(const qm_io *io, run *r)
 {
     if (r->fd >= 0)
         io->close(r->fd);
@@ -254,12 +182,6 @@ run_close(const qm_io *io, run *r)
     r->fd = -1;
 }
 
-/* A 6-byte key as a big-endian integer (compares like memcmp). */
-static inline u64
-k48(const u8 *p)
-{
-    return qm_get_u48be(p);
-}
 
 /* First record of the page (n records) whose key is >= key. */
 static u32
@@ -276,11 +198,6 @@ page_lower_bound(const u8 *pg, u32 n, u64 key)
     return lo;
 }
 
-static inline u64
-rec_pos12(const u8 *r)
-{
-    return qm_get_u48be(r + 6) << 3;
-}
 
 static u32
 page_nrec(const run *r, u64 p)
@@ -288,11 +205,6 @@ page_nrec(const run *r, u64 p)
     return p + 1 < r->npages ? QM_HIX_PER_PAGE : (u32)(r->nrec - p * QM_HIX_PER_PAGE);
 }
 
-static u32
-page_crc(const u8 *page, u64 p)
-{
-    return qm_crc32c(0, page, QM_HIX_PAGE - 4) ^ (u32)p;
-}
 
 /*
  * Run pages recently read by this thread, keyed by (run id, page): the lookups of one key
@@ -308,8 +220,8 @@ static __thread pcache_ent tl_pc[PC_SLOTS];
 static __thread unsigned tl_pc_next;
 static u64 g_run_ids; /* atomic; ids start at 1 */
 
-static u64
-new_run_id(void)
+u64
+hix_new_run_id(void)
 {
     return __atomic_add_fetch(&g_run_ids, 1, __ATOMIC_RELAXED);
 }
@@ -397,333 +309,6 @@ qm_hix_cached(qm_hindex *x, const u8 kh[32])
 }
 
 
-/* ---- the run writer ----------------------------------------------------------------------- */
-
-typedef struct rwriter {
-    qm_hindex *x;
-    int fd;
-    u8 *buf; /* HIX_WBUF bytes of whole pages */
-    size_t blen;
-    u64 off; /* file offset of buf[0] */
-    u32 in_page;
-    run out;
-    u64 first_cap;
-    qm_err *err;
-} rwriter;
-
-static int
-rw_open(rwriter *w, qm_hindex *x, qm_err *err)
-{
-    memset(w, 0, sizeof(*w));
-    w->x = x;
-    w->err = err;
-    w->out.fd = -1;
-    w->off = QM_HIX_PAGE;
-    w->buf = big_realloc(NULL, 0, HIX_WBUF);
-    int fd = x->io->open(x->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (!w->buf || fd < 0) {
-        big_free(w->buf, HIX_WBUF);
-        w->buf = NULL;
-        if (fd >= 0)
-            x->io->close(fd);
-        return fd < 0 ? qm_err_set(err, fd, "%s: %s", x->tmp, strerror(-fd)) : -ENOMEM;
-    }
-    w->fd = fd;
-    return 0;
-}
-
-static void
-rw_abort(rwriter *w)
-{
-    if (w->fd >= 0) {
-        w->x->io->close(w->fd);
-        w->x->io->unlink(w->x->tmp);
-    }
-    big_free(w->buf, HIX_WBUF);
-    free(w->out.first);
-    w->fd = -1;
-    w->buf = NULL;
-    w->out.first = NULL;
-}
-
-static int
-rw_flush(rwriter *w)
-{
-    if (w->blen == 0)
-        return 0;
-    int rc = qm_iox_pwrite_full(w->x->io, w->fd, w->buf, w->blen, w->off);
-    if (rc)
-        return qm_err_set(w->err, rc, "%s: writing the index run: %s", w->x->tmp,
-                          strerror(-rc));
-    w->off += w->blen;
-    w->blen = 0;
-    return 0;
-}
-
-/* Closes the page being filled (zero-padded, with its CRC). */
-static int
-rw_end_page(rwriter *w)
-{
-    if (w->in_page == 0)
-        return 0;
-    u8 *pg = w->buf + w->blen;
-    memset(pg + (size_t)w->in_page * QM_HIX_REC, 0,
-           QM_HIX_PAGE - 4 - (size_t)w->in_page * QM_HIX_REC);
-    qm_put_u32le(pg + QM_HIX_PAGE - 4, page_crc(pg, w->out.npages));
-    if (w->out.npages == w->first_cap) {
-        w->first_cap = w->first_cap ? w->first_cap * 2 : 256;
-        u8 *nf = realloc(w->out.first, w->first_cap * 6);
-        if (!nf)
-            return -ENOMEM;
-        w->out.first = nf;
-    }
-    memcpy(w->out.first + w->out.npages * 6, pg, 6);
-    w->out.npages++;
-    w->in_page = 0;
-    w->blen += QM_HIX_PAGE;
-    return w->blen == HIX_WBUF ? rw_flush(w) : 0;
-}
-
-static int
-rw_add(rwriter *w, const u8 key6[6], u64 pos)
-{
-    u8 *r = w->buf + w->blen + (size_t)w->in_page * QM_HIX_REC;
-    memcpy(r, key6, 6);
-    qm_put_u48be(r + 6, pos >> 3);
-    w->out.nrec++;
-    return ++w->in_page == QM_HIX_PER_PAGE ? rw_end_page(w) : 0;
-}
-
-static void
-hdr_put_state(u8 *h, const qm_hix_state *st)
-{
-    qm_put_u64le(h + 64, st->height);
-    qm_put_u64le(h + 72, st->next_sn);
-    qm_put_u64le(h + 80, st->entry_size);
-    qm_put_u64le(h + 88, st->entry_head);
-    qm_put_u64le(h + 96, st->live);
-    qm_put_u64le(h + 104, st->first_twig);
-    memcpy(h + 112, st->root, 32);
-}
-
-/* Writes sparse index, blob and header, syncs, renames over the run file and opens it for
- * reading into w->out. */
-static int
-rw_finish(rwriter *w, const qm_hix_state *st, const u8 *blob, size_t blob_len)
-{
-    qm_hindex *x = w->x;
-    const qm_io *io = x->io;
-    QM_RET(rw_end_page(w));
-    QM_RET(rw_flush(w));
-    u64 sparse_off = w->off, sparse_len = w->out.npages * 6;
-    int rc = sparse_len ? qm_iox_pwrite_full(x->io, w->fd, w->out.first, sparse_len, sparse_off) : 0;
-    if (!rc && blob_len)
-        rc = qm_iox_pwrite_full(x->io, w->fd, blob, blob_len, sparse_off + sparse_len);
-    u8 *h = w->buf; /* reuse the buffer for the header page */
-    memset(h, 0, QM_HIX_PAGE);
-    memcpy(h, HIX_MAGIC, 8);
-    qm_put_u32le(h + 8, HIX_VERSION);
-    qm_put_u32le(h + 12, x->shard);
-    qm_put_u64le(h + 16, w->out.nrec);
-    qm_put_u64le(h + 24, w->out.npages);
-    qm_put_u64le(h + 32, sparse_off + sparse_len);
-    qm_put_u64le(h + 40, blob_len);
-    qm_put_u32le(h + 48, st ? 1u : 0u);
-    qm_put_u32le(h + 52, qm_crc32c(0, w->out.first, sparse_len));
-    qm_put_u32le(h + 56, qm_crc32c(0, blob, blob_len));
-    if (st)
-        hdr_put_state(h, st);
-    qm_put_u32le(h + HIX_HDR_CRC_AT, qm_crc32c(0, h, HIX_HDR_CRC_AT));
-    if (!rc)
-        rc = qm_iox_pwrite_full(x->io, w->fd, h, QM_HIX_PAGE, 0);
-    if (!rc)
-        rc = io->fsync(w->fd);
-    if (!rc && rename(x->tmp, x->path) != 0)
-        rc = -errno;
-    if (!rc && st)
-        rc = qm_iox_fsync_dir(x->io, x->dir);
-    if (rc)
-        return qm_err_set(w->err, rc, "%s: writing the index run: %s", x->tmp, strerror(-rc));
-    io->close(w->fd);
-    w->fd = -1;
-    big_free(w->buf, HIX_WBUF);
-    w->buf = NULL;
-    int fd = io->open(x->path, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        return qm_err_set(w->err, fd, "%s: %s", x->path, strerror(-fd));
-    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-    w->out.fd = fd;
-    w->out.id = new_run_id();
-    w->out.file_bytes = sparse_off + sparse_len + blob_len;
-    return 0;
-}
-
-/* ---- merging ------------------------------------------------------------------------------ */
-
-/* A sequential reader of a run's records (merges, foreach). */
-typedef struct rreader {
-    qm_hindex *x;
-    const run *r;
-    u8 *buf;
-    u64 page, npg; /* pages [page, page + npg) are in buf */
-    u64 i;         /* next record index */
-    qm_err *err;
-} rreader;
-
-#define RR_PAGES 64u
-
-static int
-rr_next(rreader *rd, const u8 **rec)
-{
-    if (rd->i >= rd->r->nrec) {
-        *rec = NULL;
-        return 0;
-    }
-    u64 p = rd->i / QM_HIX_PER_PAGE;
-    if (p >= rd->page + rd->npg) {
-        rd->page = p;
-        rd->npg = QM_MIN((u64)RR_PAGES, rd->r->npages - p);
-        int rc = qm_iox_pread_full(rd->x->io, rd->r->fd, rd->buf, rd->npg * QM_HIX_PAGE,
-                                  (p + 1) * QM_HIX_PAGE);
-        if (rc)
-            return qm_err_set(rd->err, rc, "%s: reading the index run: %s", rd->x->path,
-                              strerror(-rc));
-        for (u64 k = 0; k < rd->npg; k++) {
-            const u8 *pg = rd->buf + k * QM_HIX_PAGE;
-            if (qm_get_u32le(pg + QM_HIX_PAGE - 4) != page_crc(pg, p + k) ||
-                memcmp(pg, rd->r->first + (p + k) * 6, 6) != 0)
-                return QM_CORRUPT(rd->err, "%s: index page %" PRIu64 " is corrupt", rd->x->path,
-                                  p + k);
-        }
-    }
-    *rec = rd->buf + (p - rd->page) * QM_HIX_PAGE + (rd->i % QM_HIX_PER_PAGE) * QM_HIX_REC;
-    rd->i++;
-    return 0;
-}
-
-/* Collects overlay records (the merge's second input): a layer's records, minus those whose
- * position `dead` (may be NULL) holds. */
-typedef struct recvec {
-    u8 *v; /* 12-byte records */
-    u64 n, cap;
-    const posset *dead;
-} recvec;
-
-static int
-rv_add(void *arg, const u8 key6[6], u64 pos)
-{
-    recvec *rv = arg;
-    if (rv->dead && ps_has(rv->dead, pos))
-        return 0;
-    if (rv->n == rv->cap) {
-        u64 nc = rv->cap ? rv->cap * 2 : 4096;
-        u8 *nv = big_realloc(rv->v, rv->cap * QM_HIX_REC, nc * QM_HIX_REC);
-        if (!nv)
-            return -ENOMEM;
-        rv->v = nv;
-        rv->cap = nc;
-    }
-    memcpy(rv->v + rv->n * QM_HIX_REC, key6, 6);
-    qm_put_u48be(rv->v + rv->n * QM_HIX_REC + 6, pos >> 3);
-    rv->n++;
-    return 0;
-}
-
-static int
-rec12_cmp(const void *a, const void *b)
-{
-    return memcmp(a, b, QM_HIX_REC);
-}
-
-/* The live records of overlay layers ls (NULL-terminated, oldest first, at most two) in key
- * order: each layer's records minus those the next layer erased. */
-static int
-overlay_collect(const qm_hindex *x, layer *const *ls, recvec *rv)
-{
-    for (unsigned k = 0; ls[k]; k++) {
-        rv->dead = ls[k + 1] ? &ls[k + 1]->del : NULL;
-        QM_RET(qm_index_foreach(&ls[k]->ins, x->shard, rv_add, rv));
-    }
-    if (ls[0] && ls[1] && rv->n > 1)
-        qsort(rv->v, rv->n, QM_HIX_REC, rec12_cmp);
-    return 0;
-}
-
-static bool
-dead_in(const void *arg, u64 pos)
-{
-    const layer *const *ls = arg; /* NULL-terminated, at most 2 */
-    for (; *ls; ls++)
-        if (ps_has(&(*ls)->del, pos))
-            return true;
-    return false;
-}
-
-/*
- * Every live record of run r merged with overlay layers ls (NULL-terminated, oldest first,
- * at most two), in key order: the run's records minus the positions the layers erased, and
- * the layers' records minus those a newer layer erased. fn's nonzero return stops the walk.
- */
-static int
-merged_walk(qm_hindex *x, const run *r, layer *const *ls, qm_hix_fn fn, void *arg, qm_err *err)
-{
-    recvec rv = {0};
-    rreader rd = {x, r, NULL, 0, 0, 0, err};
-    int rc = 0;
-    QM_TRY(overlay_collect(x, ls, &rv));
-    rd.buf = big_realloc(NULL, 0, RR_PAGES * QM_HIX_PAGE);
-    if (!rd.buf) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    const u8 *rec = NULL;
-    if (r->fd >= 0)
-        rc = rr_next(&rd, &rec);
-    u64 j = 0;
-    while (!rc && (rec || j < rv.n)) {
-        if (rec && (j >= rv.n || memcmp(rec, rv.v + j * QM_HIX_REC, 6) <= 0)) {
-            if (!dead_in(ls, rec_pos12(rec)))
-                rc = fn(arg, rec, rec_pos12(rec));
-            if (!rc)
-                rc = rr_next(&rd, &rec);
-        } else {
-            const u8 *o = rv.v + j++ * QM_HIX_REC;
-            rc = fn(arg, o, rec_pos12(o));
-        }
-    }
-out:
-    big_free(rd.buf, RR_PAGES * QM_HIX_PAGE);
-    big_free(rv.v, rv.cap * QM_HIX_REC);
-    return rc;
-}
-
-static int
-write_rec(void *arg, const u8 key6[6], u64 pos)
-{
-    return rw_add(arg, key6, pos);
-}
-
-/*
- * Writes the merged walk of run r and layers ls (see merged_walk) as a new run, with a
- * checkpoint when st is set: the merger passes F; a checkpoint F and A, or A alone.
- */
-static int
-merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state *st,
-            const u8 *blob, size_t blob_len, run *out, qm_err *err)
-{
-    rwriter w;
-    QM_RET(rw_open(&w, x, err));
-    int rc = merged_walk(x, r, ls, write_rec, &w, err);
-    if (!rc)
-        rc = rw_finish(&w, st, blob, blob_len);
-    if (rc) {
-        rw_abort(&w);
-        return rc;
-    }
-    *out = w.out;
-    return 0;
-}
-
 /* Merges F into a new run (the merger's work; mu not held). */
 static void
 merge_frozen(qm_hindex *x)
@@ -731,7 +316,8 @@ merge_frozen(qm_hindex *x)
     layer *ls[2] = {x->f, NULL};
     run out = {.fd = -1};
     pthread_mutex_lock(&g_merge_mu);
-    int rc = merge_write(x, &x->r, ls, NULL, NULL, 0, &out, &x->merr);
+    int rc = hix_merge_write(x, &x->r, ls, x->fblob ? &x->fst : NULL, x->fgen, x->fblob,
+                         x->fblob_len, &out, &x->merr);
     pthread_mutex_unlock(&g_merge_mu);
     pthread_mutex_lock(&x->mu);
     x->out = out;
@@ -761,11 +347,11 @@ merger_main(void *arg)
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 
-static void
-bulk_free(qm_hindex *x)
+void
+hix_bulk_free(qm_hindex *x)
 {
     if (x->bulk)
-        big_free(x->bulk->v, x->bulk->cap * QM_HIX_REC);
+        hix_big_free(x->bulk->v, x->bulk->cap * QM_HIX_REC);
     free(x->bulk);
     x->bulk = NULL;
 }
@@ -789,6 +375,7 @@ qm_hix_new(const char *dir, unsigned shard, u64 merge_changes, qm_hindex **out, 
     pthread_mutex_init(&x->mu, NULL);
     pthread_mutex_init(&x->mmu, NULL);
     pthread_cond_init(&x->cv, NULL);
+    qm_hixj_init(&x->j, x->io, dir, shard);
     x->a = layer_new();
     /* Under a test I/O layer merges run inline (qm_hix_maintain): no merger thread, which
      * could otherwise pick up the request too. */
@@ -817,86 +404,18 @@ qm_hix_free(qm_hindex *x)
         pthread_mutex_unlock(&x->mu);
         pthread_join(x->th, NULL);
     }
-    run_close(x->io, &x->r);
-    run_close(x->io, &x->out);
+    hix_run_close(x->io, &x->r);
+    hix_run_close(x->io, &x->out);
     layer_free(x->a);
     layer_free(x->f);
-    bulk_free(x);
+    hix_bulk_free(x);
     free(x->mt);
+    free(x->fblob);
+    qm_hixj_close(&x->j);
     pthread_mutex_destroy(&x->mu);
     pthread_mutex_destroy(&x->mmu);
     pthread_cond_destroy(&x->cv);
     free(x);
-}
-
-int
-qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, const qm_hix_state *want,
-            qm_hindex **out, u8 **blob, size_t *blob_len, qm_err *err)
-{
-    *out = NULL;
-    *blob = NULL;
-    *blob_len = 0;
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/s%02x.hix", dir, shard);
-    const qm_io *io = qm_io_get();
-    int fd = io->open(path, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
-        return fd == -ENOENT ? QMDB_NOTFOUND : qm_err_set(err, fd, "%s: %s", path, strerror(-fd));
-    u8 h[QM_HIX_PAGE];
-    u64 fsize = 0;
-    int rc = io->fsize(fd, &fsize);
-    if (rc || fsize < QM_HIX_PAGE || qm_iox_pread_full(io, fd, h, QM_HIX_PAGE, 0) != 0 ||
-        memcmp(h, HIX_MAGIC, 8) != 0 || qm_get_u32le(h + 8) != HIX_VERSION ||
-        qm_get_u32le(h + 12) != shard || (qm_get_u32le(h + 48) & 1) == 0 ||
-        qm_get_u32le(h + HIX_HDR_CRC_AT) != qm_crc32c(0, h, HIX_HDR_CRC_AT)) {
-        io->close(fd);
-        return QMDB_NOTFOUND;
-    }
-    u8 enc[QM_HIX_PAGE]; /* the wanted state, encoded like the header */
-    memset(enc, 0, sizeof(enc));
-    hdr_put_state(enc, want);
-    u64 nrec = qm_get_u64le(h + 16), npages = qm_get_u64le(h + 24);
-    u64 boff = qm_get_u64le(h + 32), blen = qm_get_u64le(h + 40);
-    /* Sizes from the file: every comparison in a form that cannot wrap. */
-    bool sane = npages < fsize / QM_HIX_PAGE &&
-                npages == nrec / QM_HIX_PER_PAGE + (nrec % QM_HIX_PER_PAGE != 0) &&
-                boff <= fsize && blen == fsize - boff;
-    u64 soff = sane ? (npages + 1) * QM_HIX_PAGE : 0;
-    if (!sane || memcmp(h + 64, enc + 64, 80) != 0 || boff != soff + npages * 6) {
-        io->close(fd);
-        return QMDB_NOTFOUND;
-    }
-    qm_hindex *x = NULL;
-    u8 *b = malloc(blen ? blen : 1);
-    u8 *first = malloc(npages ? npages * 6 : 1);
-    rc = (!b || !first) ? -ENOMEM : 0;
-    if (!rc && npages)
-        rc = qm_iox_pread_full(io, fd, first, npages * 6, soff);
-    if (!rc && blen)
-        rc = qm_iox_pread_full(io, fd, b, blen, boff);
-    if (!rc && (qm_crc32c(0, first, npages * 6) != qm_get_u32le(h + 52) ||
-                qm_crc32c(0, b, blen) != qm_get_u32le(h + 56)))
-        rc = QMDB_NOTFOUND;
-    if (!rc)
-        rc = qm_hix_new(dir, shard, merge_changes, &x, err);
-    if (rc) {
-        free(b);
-        free(first);
-        io->close(fd);
-        return rc < 0 && rc != -ENOMEM ? qm_err_set(err, rc, "%s: %s", path, strerror(-rc)) : rc;
-    }
-    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-    x->r.fd = fd;
-    x->r.id = new_run_id();
-    x->r.nrec = nrec;
-    x->r.npages = npages;
-    x->r.first = first;
-    x->r.file_bytes = fsize;
-    x->count = nrec;
-    *out = x;
-    *blob = b;
-    *blob_len = blen;
-    return 0;
 }
 
 /* ---- lookups ------------------------------------------------------------------------------ */
@@ -904,7 +423,7 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, const qm_hix_sta
 static bool
 run_dead(const qm_hindex *x, u64 pos)
 {
-    return ps_has(&x->a->del, pos) || (x->f && ps_has(&x->f->del, pos));
+    return hix_ps_has(&x->a->del, pos) || (x->f && hix_ps_has(&x->f->del, pos));
 }
 
 typedef struct outv {
@@ -1235,7 +754,7 @@ overlay_find(qm_hindex *x, const u8 key6[6], outv *o)
             qm_index_find(&ls[k]->ins, kh, v, n);
         }
         for (size_t i = 0; i < n; i++)
-            if (k == 1 || !ps_has(&x->a->del, v[i]))
+            if (k == 1 || !hix_ps_has(&x->a->del, v[i]))
                 ov_add(o, v[i]);
         if (v != tmp)
             free(v);
@@ -1257,7 +776,7 @@ static bool
 dead_in_a(const void *arg, u64 pos)
 {
     const qm_hindex *x = arg;
-    return ps_has(&x->a->del, pos);
+    return hix_ps_has(&x->a->del, pos);
 }
 
 int
@@ -1305,6 +824,7 @@ qm_hix_page_of(qm_hindex *x, const u8 kh[32], int *fd, u64 *off)
 int
 qm_hix_insert(qm_hindex *x, const u8 kh[32], u64 pos)
 {
+    qm_hixj_ins(&x->j, kh, pos);
     QM_RET(qm_index_insert(&x->a->ins, kh, pos));
     x->count++;
     return 0;
@@ -1313,6 +833,7 @@ qm_hix_insert(qm_hindex *x, const u8 kh[32], u64 pos)
 int
 qm_hix_erase(qm_hindex *x, const u8 kh[32], u64 pos)
 {
+    qm_hixj_erase(&x->j, kh, pos);
     if (qm_index_erase(&x->a->ins, kh, pos) != 0)
         QM_RET(ps_add(&x->a->del, pos));
     x->count--;
@@ -1322,43 +843,11 @@ qm_hix_erase(qm_hindex *x, const u8 kh[32], u64 pos)
 int
 qm_hix_replace(qm_hindex *x, const u8 kh[32], u64 old_pos, u64 new_pos)
 {
+    qm_hixj_replace(&x->j, kh, old_pos, new_pos);
     if (qm_index_replace(&x->a->ins, kh, old_pos, new_pos) == 0)
         return 0;
     QM_RET(ps_add(&x->a->del, old_pos));
     return qm_index_insert(&x->a->ins, kh, new_pos);
-}
-
-int
-qm_hix_bulk_add(qm_hindex *x, const u8 kh[32], u64 pos)
-{
-    if (!x->bulk && !(x->bulk = calloc(1, sizeof(*x->bulk))))
-        return -ENOMEM;
-    return rv_add(x->bulk, kh, pos);
-}
-
-int
-qm_hix_bulk_finish(qm_hindex *x)
-{
-    recvec none = {0}, *b = x->bulk ? x->bulk : &none;
-    if (b->n > 1)
-        qsort(b->v, b->n, QM_HIX_REC, rec12_cmp);
-    /* The bulk records become the run (there is no run and no overlay yet). */
-    rwriter w;
-    QM_RET(rw_open(&w, x, x->err));
-    int rc = 0;
-    for (u64 i = 0; i < b->n && !rc; i++)
-        rc = rw_add(&w, b->v + i * QM_HIX_REC, rec_pos12(b->v + i * QM_HIX_REC));
-    if (!rc)
-        rc = rw_finish(&w, NULL, NULL, 0);
-    if (rc) {
-        rw_abort(&w);
-        return rc;
-    }
-    run_close(x->io, &x->r);
-    x->r = w.out;
-    x->count = x->r.nrec;
-    bulk_free(x);
-    return 0;
 }
 
 static u64
@@ -1377,18 +866,50 @@ install_locked(qm_hindex *x)
         qm_err_set(x->err, rc, "%s", x->merr.msg);
         return rc; /* F stays; the handle reports the failure */
     }
-    run_close(x->io, &x->r);
+    hix_run_close(x->io, &x->r);
     x->r = x->out;
     x->out.fd = -1;
     x->out.first = NULL;
     layer_free(x->f);
     x->f = NULL;
+    x->gen = x->fgen;
+    free(x->fblob);
+    x->fblob = NULL;
     x->merges++;
     return 0;
 }
 
+/* Freezes A into F (mu held, no merge running): takes the snapshot of the state A reflects
+ * and starts the journal of the next generation at block `height`. */
+static int
+freeze_locked(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg)
+{
+    layer *na = layer_new();
+    if (!na)
+        return -ENOMEM;
+    qm_hix_state st = {0};
+    u8 *blob = NULL;
+    size_t len = 0;
+    int rc = snap ? snap(arg, &st, &blob, &len) : 0;
+    u64 gen = x->gen ? x->gen + 1 : hix_new_chain_gen();
+    if (!rc && snap)
+        rc = qm_hixj_start(&x->j, gen, height, x->err);
+    if (rc) {
+        free(blob);
+        layer_free(na);
+        return rc;
+    }
+    x->fst = st;
+    x->fblob = blob;
+    x->fblob_len = len;
+    x->fgen = gen;
+    x->f = x->a;
+    x->a = na;
+    return 0;
+}
+
 int
-qm_hix_maintain(qm_hindex *x)
+qm_hix_maintain(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg)
 {
     int rc = 0;
     /* A test I/O layer (fault injection, simulated power loss) is single-threaded: merge
@@ -1398,15 +919,9 @@ qm_hix_maintain(qm_hindex *x)
     if (x->state == MERGE_DONE)
         rc = install_locked(x);
     u64 thres = x->merge_changes ? x->merge_changes : QM_MAX((u64)HIX_MIN_MERGE, x->r.nrec / 12);
-    if (!rc && x->state == MERGE_IDLE && !x->f && layer_changes(x->a) >= thres) {
-        layer *na = layer_new();
-        if (!na) {
-            rc = -ENOMEM;
-        } else {
-            x->f = x->a;
-            x->a = na;
-        }
-    }
+    if (!rc && x->state == MERGE_IDLE && !x->f &&
+        (layer_changes(x->a) >= thres || (x->j.on && x->j.off >= HIX_JOURNAL_MAX)))
+        rc = freeze_locked(x, height, snap, arg);
     /* Start (or, after a failure, retry) the merge of F. */
     if (!rc && x->state == MERGE_IDLE && x->f) {
         x->state = MERGE_REQUESTED;
@@ -1436,18 +951,50 @@ qm_hix_checkpoint(qm_hindex *x, const qm_hix_state *st, const u8 *blob, size_t b
         return rc;
     layer *ls[3] = {x->f ? x->f : x->a, x->f ? x->a : NULL, NULL};
     run out = {.fd = -1};
+    u64 gen = x->gen ? QM_MAX(x->gen, x->fgen) + 1 : hix_new_chain_gen();
     pthread_mutex_lock(&g_merge_mu);
-    rc = merge_write(x, &x->r, ls, st, blob, blob_len, &out, x->err);
+    rc = hix_merge_write(x, &x->r, ls, st, gen, blob, blob_len, &out, x->err);
     pthread_mutex_unlock(&g_merge_mu);
     if (rc)
         return rc;
-    run_close(x->io, &x->r);
+    hix_run_close(x->io, &x->r);
     x->r = out;
+    x->gen = gen;
+    free(x->fblob);
+    x->fblob = NULL;
+    /* No block follows a checkpoint in this process; the next open continues the journal. */
+    x->j.on = false;
     layer_free(x->f);
     x->f = NULL;
     layer_free(x->a);
     x->a = layer_new();
     return x->a ? 0 : -ENOMEM;
+}
+
+/* ---- the journal ---------------------------------------------------------------------------- */
+
+void
+qm_hix_note_deact(qm_hindex *x, u64 sn)
+{
+    qm_hixj_deact(&x->j, sn);
+}
+
+int
+qm_hix_journal_block(qm_hindex *x, const qm_hixj_blk *b, int *sync_fd)
+{
+    return qm_hixj_block(&x->j, b, sync_fd, x->err);
+}
+
+qm_hixj *
+qm_hix_journal(qm_hindex *x)
+{
+    return &x->j;
+}
+
+u64
+qm_hix_gen(const qm_hindex *x)
+{
+    return x->gen;
 }
 
 /* ---- walks and statistics ----------------------------------------------------------------- */
@@ -1456,7 +1003,7 @@ int
 qm_hix_foreach(qm_hindex *x, qm_hix_fn fn, void *arg)
 {
     layer *ls[3] = {x->f ? x->f : x->a, x->f ? x->a : NULL, NULL};
-    return merged_walk(x, &x->r, ls, fn, arg, x->err);
+    return hix_merged_walk(x, &x->r, ls, fn, arg, x->err);
 }
 
 u64

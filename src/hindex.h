@@ -16,10 +16,12 @@
  * (qm_hix_maintain). Lookups read one run page in the common case (two when a page boundary
  * falls inside the key's records or all predecessors on a page are erased).
  *
- * The run file sXX.hix (layout in hindex.c and FORMAT.md §10) can also carry a checkpoint:
- * the shard state it was written at, and an opaque blob (recover.c stores the ActiveBits of
- * the unpruned twigs). A checkpoint is written at close and is valid only while the shard's
- * committed metadata still equals the state recorded in it.
+ * The run file sXX.hix (layout in hixrun.c and FORMAT.md) records the shard state whose
+ * index it holds and an opaque blob (hrecover.c stores the ActiveBits of that state), and a
+ * generation: the change journal of that generation (hixj.h) records every block after that
+ * state. An open resumes from run + journal (hrecover.c): a checkpoint written at close is
+ * the case of an empty journal; a merge's run, after a crash, is followed by the journal of
+ * the blocks since the merge froze its overlay.
  *
  * Thread: the shard's updater calls insert/erase/replace/maintain (writer lock held); lookups
  * from the updater and from reader threads (reader lock held, so never during a mutation);
@@ -28,6 +30,7 @@
 #ifndef QM_HINDEX_H
 #define QM_HINDEX_H
 
+#include "hixj.h"
 #include "qm_internal.h"
 
 #define QM_HIX_REC 12u
@@ -46,12 +49,12 @@ typedef struct qm_hix_state {
  * merge). merge_changes: overlay size (inserts + erasures) that starts a merge; 0 = default. */
 QM_HIDDEN int qm_hix_new(const char *dir, unsigned shard, u64 merge_changes, qm_hindex **out,
                          qm_err *err);
-/* Opens dir/sXX.hix if it holds a checkpoint of exactly state *want. Returns 0 with the
- * index and the checkpoint blob (malloc'd, *blob_len bytes), QMDB_NOTFOUND if there is no
- * usable checkpoint (missing, stale, or corrupt: the caller rebuilds), or another error. */
-QM_HIDDEN int qm_hix_load(const char *dir, unsigned shard, u64 merge_changes,
-                          const qm_hix_state *want, qm_hindex **out, u8 **blob, size_t *blob_len,
-                          qm_err *err);
+/* Opens dir/sXX.hix if it is a well-formed run with a state. Returns 0 with the index, its
+ * state *st and generation *gen, and the blob (malloc'd, *blob_len bytes); QMDB_NOTFOUND if
+ * there is no usable run (missing, old version, or corrupt: the caller rebuilds), or another
+ * error. The caller decides whether the state fits the committed one. */
+QM_HIDDEN int qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, qm_hix_state *st,
+                          u64 *gen, qm_hindex **out, u8 **blob, size_t *blob_len, qm_err *err);
 /* Stops the merger and frees everything (the run file stays). */
 QM_HIDDEN void qm_hix_free(qm_hindex *x);
 
@@ -65,13 +68,27 @@ QM_HIDDEN int qm_hix_insert(qm_hindex *x, const u8 kh[32], u64 pos);
 QM_HIDDEN int qm_hix_erase(qm_hindex *x, const u8 kh[32], u64 pos);
 QM_HIDDEN int qm_hix_replace(qm_hindex *x, const u8 kh[32], u64 old_pos, u64 new_pos);
 
-/* Bulk load (recovery): add records in any order, then bulk_finish sorts and writes the run. */
+/* Bulk load (recovery): add records in any order, then bulk_finish sorts and writes the run
+ * (of state st with blob; a new generation: the caller starts its journal). */
 QM_HIDDEN int qm_hix_bulk_add(qm_hindex *x, const u8 kh[32], u64 pos);
-QM_HIDDEN int qm_hix_bulk_finish(qm_hindex *x);
+QM_HIDDEN int qm_hix_bulk_finish(qm_hindex *x, const qm_hix_state *st, const u8 *blob,
+                                 size_t blob_len);
 
-/* Between blocks (updater): installs a finished merge; starts one when the overlay is large.
- * Returns a merge failure (I/O, disk full) once. */
-QM_HIDDEN int qm_hix_maintain(qm_hindex *x);
+/* The state of the shard (after the last applied block) and its blob, malloc'd. */
+typedef int (*qm_hix_snap_fn)(void *arg, qm_hix_state *st, u8 **blob, size_t *blob_len);
+
+/* Before block `height` is applied (updater): installs a finished merge; starts one when the
+ * overlay is large: then snap(arg) gives the state the frozen overlay reflects (written into
+ * the new run) and the journal of the next generation starts at `height`. snap NULL: runs
+ * without state, no journal (tests). Returns a merge failure (I/O, disk full) once. */
+QM_HIDDEN int qm_hix_maintain(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg);
+
+/* The journal (hixj.h): deactivations (the updater's), the end of a block (its record; the
+ * fd its flush must fsync, -1 if none), the journal itself (open), the run's generation. */
+QM_HIDDEN void qm_hix_note_deact(qm_hindex *x, u64 sn);
+QM_HIDDEN int qm_hix_journal_block(qm_hindex *x, const qm_hixj_blk *b, int *sync_fd);
+QM_HIDDEN qm_hixj *qm_hix_journal(qm_hindex *x);
+QM_HIDDEN u64 qm_hix_gen(const qm_hindex *x);
 
 /* True when the run page a lookup of kh reads first is in DRAM (this thread's page cache, or
  * the OS page cache: then it is copied into the former, and the lookup that follows reads no
@@ -95,8 +112,9 @@ QM_HIDDEN u64 qm_hix_memo_bytes(const qm_hindex *x); /* DRAM of the memo (per bl
 typedef int (*qm_hix_fn)(void *arg, const u8 key6[6], u64 pos);
 QM_HIDDEN int qm_hix_foreach(qm_hindex *x, qm_hix_fn fn, void *arg);
 
-/* Merges everything (waiting for a running merge) into a new run that carries a checkpoint
- * of state *st and blob. Durable (fsync, rename, directory fsync) when it returns 0. */
+/* Merges everything (waiting for a running merge) into a new run (a new generation) that
+ * carries state *st and blob, and stops the journal. Durable (fsync, rename, directory
+ * fsync) when it returns 0. */
 QM_HIDDEN int qm_hix_checkpoint(qm_hindex *x, const qm_hix_state *st, const u8 *blob,
                                 size_t blob_len);
 

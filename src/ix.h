@@ -64,15 +64,6 @@ qm_ix_bulk_add(qm_ix *x, const u8 kh[32], u64 pos)
     return x->hyb ? qm_hix_bulk_add(x->hyb, kh, pos) : qm_index_bulk_add(&x->mem, kh, pos);
 }
 
-static inline int
-qm_ix_bulk_finish(qm_ix *x)
-{
-    if (x->hyb)
-        return qm_hix_bulk_finish(x->hyb);
-    qm_index_bulk_finish(&x->mem);
-    return 0;
-}
-
 /* Every live record in key order: fn(arg, key-hash bytes [0..6), position). */
 static inline int
 qm_ix_foreach(qm_ix *x, unsigned shard, qm_index_fn fn, void *arg)
@@ -90,13 +81,6 @@ static inline u64
 qm_ix_dram_bytes(const qm_ix *x)
 {
     return x->hyb ? qm_hix_dram_bytes(x->hyb) : qm_index_dram_bytes(&x->mem);
-}
-
-/* Block boundaries (writer lock held): install a finished merge and start the next one. */
-static inline int
-qm_ix_maintain(qm_ix *x)
-{
-    return x->hyb ? qm_hix_maintain(x->hyb) : 0;
 }
 
 /* Lookup memo of one block's keys (hybrid: the prefetch stage's answers, reused by the update

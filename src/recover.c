@@ -12,10 +12,13 @@
  */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "entry.h"
 #include "hash.h"
+#include "hixj.h"
+#include "io.h"
 #include "shard.h"
 #include "twigfile.h"
 
@@ -215,7 +218,8 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
         memcpy(kh, recs[sn - sn0].kh, 8);
         QM_TRY(qm_ix_bulk_add(&s->index, kh, recs[sn - sn0].pos));
     }
-    QM_TRY(qm_ix_bulk_finish(&s->index));
+    if (!s->index.hyb) /* the hybrid index's run is written by qm_shard_hix_rebuilt */
+        qm_index_bulk_finish(&s->index.mem);
 out:
     free(recs);
     free(vnodes);
@@ -223,89 +227,19 @@ out:
     return rc;
 }
 
-/*
- * Checkpoint blob of the hybrid indexer (stored in sXX.hix, hindex.c; FORMAT.md §10):
- *   OFFSET      SIZE  FIELD
- *   0           8     log offset of the youngest twig's first entry
- *   8           8     ntw: twigs first_twig..youngest
- *   16 + 264*i  256   ActiveBits of twig first_twig + i
- *   272 + 264*i 8     its deactivation height
- * Together with the run it replaces the log scan at open: ActiveBits from the blob (checked
- * through the shard root), the youngest twig's leaves from its entries (at most 2047).
- */
-#define CKPT_TWIG (QM_ACTIVE_BYTES + 8u)
-
+/* Hashes the youngest twig's entries (from log offset pos) into its left tree. */
 int
-qm_shard_checkpoint(qm_shard *s, u64 height)
-{
-    if (!s->index.hyb || s->par->rdonly)
-        return 0;
-    qm_tree *t = &s->tree;
-    qm_shard_meta m;
-    qm_shard_meta_fill(s, &m);
-    if (m.first_twig != t->first_twig)
-        return 0; /* a prune is pending: the next open rebuilds */
-    qm_hix_state st = {height, m.next_sn, m.entry_size, m.entry_head, m.live, m.first_twig, {0}};
-    memcpy(st.root, m.root, 32);
-    u64 ntw = t->ntwigs - t->first_twig;
-    size_t len = 16 + (size_t)ntw * CKPT_TWIG;
-    u8 *blob = malloc(len);
-    if (!blob)
-        return -ENOMEM;
-    qm_put_u64le(blob, t->twigs[t->ntwigs - 1].first_pos);
-    qm_put_u64le(blob + 8, ntw);
-    for (u64 i = 0; i < ntw; i++) {
-        const qm_twig *tw = &t->twigs[t->first_twig + i];
-        memcpy(blob + 16 + i * CKPT_TWIG, tw->active, QM_ACTIVE_BYTES);
-        qm_put_u64le(blob + 16 + i * CKPT_TWIG + QM_ACTIVE_BYTES, tw->deact_height);
-    }
-    int rc = qm_hix_checkpoint(s->index.hyb, &st, blob, len);
-    free(blob);
-    return rc;
-}
-
-/* Restores ActiveBits and the index from the checkpoint, then the youngest twig's leaves
- * from the log. QMDB_NOTFOUND: no usable checkpoint (the caller scans the log instead). */
-static int
-recover_checkpoint(qm_shard *s, const char *dir, const qm_shard_meta *m)
+qm_shard_youngest_leaves(qm_shard *s, const qm_shard_meta *m, u64 pos)
 {
     qm_tree *t = &s->tree;
-    qm_hix_state want = {s->par->height, m->next_sn, m->entry_size, m->entry_head, m->live,
-                         m->first_twig, {0}};
-    memcpy(want.root, m->root, 32);
-    qm_hindex *x = NULL;
-    u8 *blob = NULL;
-    size_t len = 0;
-    int rc = qm_hix_load(dir, s->id, s->par->hix_merge, &want, &x, &blob, &len, s->err);
-    if (rc)
-        return rc;
-    u64 ntw = t->ntwigs - t->first_twig, youngest = t->ntwigs - 1, live = 0;
-    if (len != 16 + ntw * CKPT_TWIG || qm_get_u64le(blob + 8) != ntw ||
-        qm_hix_count(x) != m->live) {
-        rc = QMDB_NOTFOUND;
-        goto out;
-    }
-    for (u64 i = 0; i < ntw; i++) {
-        qm_twig *tw = &t->twigs[t->first_twig + i];
-        memcpy(tw->active, blob + 16 + i * CKPT_TWIG, QM_ACTIVE_BYTES);
-        tw->deact_height = qm_get_u64le(blob + 16 + i * CKPT_TWIG + QM_ACTIVE_BYTES);
-        tw->nactive = 0;
-        for (unsigned k = 0; k < QM_ACTIVE_BYTES; k++)
-            tw->nactive += (u32)__builtin_popcount(tw->active[k]);
-        live += tw->nactive;
-    }
-    if (live != m->live) {
-        rc = QMDB_NOTFOUND;
-        goto out;
-    }
-    /* The youngest twig's leaves. */
-    u64 ysn = youngest << QM_TWIG_SHIFT, pos = m->entry_size;
-    if (ysn < m->next_sn) { /* a youngest twig with entries: hash them */
-        pos = qm_get_u64le(blob);
-        t->twigs[youngest].first_pos = pos;
-    }
+    u64 ysn = (t->ntwigs - 1) << QM_TWIG_SHIFT;
+    if (ysn >= m->next_sn)
+        pos = m->entry_size; /* the youngest twig has no entry yet */
+    else
+        t->twigs[t->ntwigs - 1].first_pos = pos;
     qm_scan sc;
-    QM_TRY(qm_scan_init(&sc, &s->entries, 1 << 20));
+    QM_RET(qm_scan_init(&sc, &s->entries, 1 << 20));
+    int rc = 0;
     for (u64 sn = ysn; sn < m->next_sn && !rc; sn++) {
         const u8 *p;
         u32 elen;
@@ -317,18 +251,27 @@ recover_checkpoint(qm_shard *s, const char *dir, const qm_shard_meta *m)
         }
     }
     qm_scan_free(&sc);
-    if (!rc)
-        rc = scan_end_check(s, pos, m);
-    if (rc)
-        goto out;
+    QM_RET(rc);
+    QM_RET(scan_end_check(s, pos, m));
     t->lt_lo = 0;
     t->lt_hi = (unsigned)(m->next_sn - ysn);
-    s->index.hyb = x;
-    x = NULL;
-out:
-    qm_hix_free(x);
-    free(blob);
-    return rc;
+    return 0;
+}
+
+/* A writable open that does not keep the hybrid index up to date (the in-memory indexer)
+ * deletes its run and journals: blocks it commits would be missing from them. */
+static void
+drop_hybrid_files(const char *dir, unsigned id)
+{
+    char path[4200];
+    for (unsigned k = 0; k < 3; k++) {
+        if (k == 0)
+            snprintf(path, sizeof(path), "%s/s%02x.hix", dir, id);
+        else
+            qm_hixj_path(dir, id, k - 1, path, sizeof(path));
+        if (access(path, F_OK) == 0) /* the common case, no file: no call through the seam */
+            (void)qm_io_get()->unlink(path);
+    }
 }
 
 int
@@ -349,20 +292,24 @@ qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
     s->entry_head = m->entry_head;
     s->pending_first_twig = m->first_twig;
     QM_RET(recover_twigs(s, m));
-    /* The hybrid indexer resumes from its checkpoint when it describes exactly this state
-     * (fast opens only: a verifying open reads the whole log anyway and rebuilds). */
+    /* The hybrid indexer resumes from its run and journal when they lead to exactly this
+     * state (fast opens only: a verifying open reads the whole log anyway and rebuilds). */
     bool resumed = false;
     if (par->hybrid && !par->verify) {
-        rc = recover_checkpoint(s, dir, m);
+        rc = qm_shard_hix_resume(s, dir, m);
         if (rc && rc != QMDB_NOTFOUND)
             return rc;
         resumed = rc == 0;
     }
+    if (!par->hybrid && !par->rdonly)
+        drop_hybrid_files(dir, id);
     if (!resumed) {
         /* A read-only open may not write the run file: it indexes in DRAM. */
         if (par->hybrid && !par->rdonly)
             QM_RET(qm_hix_new(dir, id, par->hix_merge, &s->index.hyb, err));
         QM_RET(recover_scan(s, m));
+        if (s->index.hyb)
+            QM_RET(qm_shard_hix_rebuilt(s, m));
     }
     s->index_resumed = resumed;
     qm_tree_mark_all_dirty(&s->tree);

@@ -289,6 +289,8 @@ shard_append(qm_shard *s, int kind, const u8 *key, u32 klen, const u8 *val, u32 
             return QM_CORRUPT(s->err, "shard %u: deactivating SN %" PRIu64 " which is not live",
                               s->id, dsn[i]);
         qm_tree_deactivate(&s->tree, dsn[i], s->height);
+        if (s->index.hyb)
+            qm_hix_note_deact(s->index.hyb, dsn[i]);
     }
     *pos_out = pos;
     return 0;
@@ -554,10 +556,10 @@ qm_shard_after_commit(qm_shard *s, u64 ft)
 }
 
 int
-qm_shard_begin_block(qm_shard *s, struct qm_undo *undo)
+qm_shard_begin_block(qm_shard *s, struct qm_undo *undo, u64 height)
 {
     s->undo = undo;
-    return qm_ix_maintain(&s->index);
+    return qm_shard_hix_maintain(s, height);
 }
 
 int
@@ -602,6 +604,8 @@ qm_shard_add_stats(qm_shard *s, qmdb_stats *st)
     st->unpruned_entries += s->tree.next_sn - (s->tree.first_twig << QM_TWIG_SHIFT);
     qm_ix_add_stats(&s->index, st);
     st->index_resumed_shards += s->index_resumed;
+    st->index_replayed_blocks += s->hix_replayed_blocks;
+    st->index_replayed_changes += s->hix_replayed_changes;
     st->tree_dram_bytes += qm_tree_dram_bytes(&s->tree);
     st->entry_file_bytes += qm_hpfile_disk_bytes(&s->entries);
     st->twig_file_bytes += qm_hpfile_disk_bytes(&s->twigs) + qm_hpfile_disk_bytes(&s->tmeta);

@@ -81,7 +81,8 @@ typedef struct qm_shard {
     u8 *twigrec;        /* 128 KiB scratch for twig records */
     FILE *trace;        /* optional append trace (debugging aid) */
     struct qm_undo *undo; /* when set, the update stage records pre-images here (undo.h) */
-    bool index_resumed; /* the hybrid index came from its checkpoint at open */
+    bool index_resumed; /* the hybrid index came from its run file at open */
+    u64 hix_replayed_blocks, hix_replayed_changes; /* of the index journal, at open */
 } qm_shard;
 
 /* Creates a new shard with its 4096 sentries (not yet durable). */
@@ -95,10 +96,24 @@ QM_HIDDEN void qm_shard_close(qm_shard *s);
  * from the committed sizes in m, or new and empty when m is NULL. The one opening path of
  * qm_shard_create and qm_shard_open. */
 QM_HIDDEN int qm_shard_open_files(qm_shard *s, const char *dir, const qm_shard_meta *m);
-/* With the hybrid indexer: writes its checkpoint of the committed state at `height` (all of
- * the shard's blocks must be durable), so that the next fast open skips the log scan.
- * No-op otherwise (recover.c). */
+/* Hybrid indexer (hrecover.c). checkpoint: writes a run of the committed state at `height`
+ * (all of the shard's blocks must be durable), so that the next open skips the log scan.
+ * maintain: before block `height` is applied (qm_hix_maintain with the shard's snapshot).
+ * block_end: after block `height` was applied, its journal record; *sync_fd is the fd the
+ * block's flush must fsync (-1: none). No-ops without the hybrid indexer. */
 QM_HIDDEN int qm_shard_checkpoint(qm_shard *s, u64 height);
+QM_HIDDEN int qm_shard_hix_maintain(qm_shard *s, u64 height);
+QM_HIDDEN int qm_shard_hix_block_end(qm_shard *s, u64 height, int *sync_fd);
+/* At open (hrecover.c): resume the hybrid index from its run and journal. QMDB_NOTFOUND:
+ * nothing usable (the caller rebuilds from the log and then calls qm_shard_hix_rebuilt). */
+QM_HIDDEN int qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m);
+/* After a rebuild from the log (bulk records added): writes the run of the committed state
+ * and starts its journal. */
+QM_HIDDEN int qm_shard_hix_rebuilt(qm_shard *s, const qm_shard_meta *m);
+/* Shared by the log scan and the resume (recover.c): hashes the youngest twig's entries,
+ * which start at log offset pos, into its left tree; checks that they end at the committed
+ * log size. */
+QM_HIDDEN int qm_shard_youngest_leaves(qm_shard *s, const qm_shard_meta *m, u64 pos);
 
 /* Applies the shard's operations of one block (sorted by tx, key hash; deduplicated). */
 QM_HIDDEN int qm_shard_apply(qm_shard *s, u64 height, const qm_op *ops, size_t n);
@@ -117,7 +132,7 @@ QM_HIDDEN int qm_shard_after_commit(qm_shard *s, u64 ft);
  * cache), qm_shard_sync_begin (write the buffers out, take the block's sync tickets of the
  * entry log, twig file and twig-meta file, in that order), then qm_shard_end_update. The
  * flush stage calls qm_shard_sync_finish with the same tickets. */
-QM_HIDDEN int qm_shard_begin_block(qm_shard *s, struct qm_undo *undo);
+QM_HIDDEN int qm_shard_begin_block(qm_shard *s, struct qm_undo *undo, u64 height);
 QM_HIDDEN int qm_shard_update(qm_shard *s, u64 height, const qm_op *ops, size_t n);
 QM_HIDDEN int qm_shard_sync_begin(qm_shard *s, qm_hp_ticket t[3]);
 QM_HIDDEN void qm_shard_end_update(qm_shard *s);

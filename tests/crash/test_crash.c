@@ -12,18 +12,27 @@
  *                                 torn tails back;
  *   test_crash power CRASHES SEED in-process power loss: the I/O stops at a random event and a
  *                                 random subset of the writes not yet fsynced is reverted.
+ *   test_crash resume 1 SEED      hybrid indexer only: children SIGKILL themselves after
+ *                                 merges; each fast open must resume every shard from its run
+ *                                 plus the index journal (replayed blocks counted), and fall
+ *                                 back to the log scan for a damaged run or journal, a stale
+ *                                 run, runs ahead of the committed metadata, and blocks that
+ *                                 an in-memory-indexer writer committed.
  *
  * After every crash the parent reopens (full verifying open) and checks: the height H is at
  * least the last height whose commit the child reported; the root of H equals the root the
  * fault-free twin computed for H (and the one the child printed, if it did); a random older
  * root from ROOTS matches too; every key's value equals the model's at H. The next child
  * continues from H + 1. Every block compacts (compact_thres 1, 1/1), segments are 64 KiB
- * and history is 3 blocks, so crashes land in compaction, rollover and pruning.
+ * and history is 3 blocks, so crashes land in compaction, rollover and pruning. With the
+ * hybrid indexer (QMDB_INDEXER=hybrid), some fast opens must have resumed from the runs and
+ * replayed the index journal.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +53,8 @@ static uint64_t last_ok;       /* highest height reported committed */
 static long lost, mismatches, wrong_values, kills, clean_exits, reported_mismatch;
 static long phase_kills[32];
 static volatile bool in_open;
+static bool hybrid;                  /* QMDB_INDEXER=hybrid */
+static long resumed_opens, replay_opens; /* fast opens: some shard resumed; all, with replay */
 
 static uint64_t
 rnd(uint64_t n)
@@ -81,6 +92,10 @@ verify(const char *when)
         fprintf(stderr, "%s: reopen failed: %s: %s\n", when, qmdb_strerror(rc), qmdb_open_error());
         REQUIRE(db != NULL);
     }
+    qmdb_stats vs;
+    CHECK_OK(qmdb_stat(db, &vs));
+    resumed_opens += vs.index_resumed_shards > 0;
+    replay_opens += vs.index_resumed_shards == 16 && vs.index_replayed_blocks > 0;
     uint64_t h = qmdb_height(db);
     if (h < last_ok) {
         fprintf(stderr, "%s: LOST committed blocks: height %llu < reported %llu\n", when,
@@ -361,6 +376,257 @@ power_once(void)
     power_reverted += fio_powerloss(&rng, (unsigned)rnd(101));
 }
 
+/* ---- resuming the hybrid index after a crash ------------------------------------------ */
+
+/* A child opens (writable, fast), commits n blocks, submits one more and SIGKILLs itself
+ * (or, with clean, closes: a checkpoint). Exit 6: its open did not resume every shard although
+ * must_resume; 7: n > 0 and fewer than two merges ran (the runs would not be merges'). */
+static void
+child_commit_kill(uint64_t n, bool must_resume, bool clean, bool memory)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        if (memory)
+            setenv("QMDB_INDEXER", "memory", 1);
+        int rc;
+        qmdb_db *db = open_db(QMDB_OPEN_FAST, &rc);
+        if (!db)
+            _exit(3);
+        qmdb_stats st;
+        if (qmdb_stat(db, &st) || (must_resume && st.index_resumed_shards != 16))
+            _exit(6);
+        qmdb_batch *b;
+        if (qmdb_batch_new(&b))
+            _exit(3);
+        uint64_t h0 = qmdb_height(db);
+        unsigned char root[32];
+        for (uint64_t h = h0 + 1; h <= h0 + n; h++) {
+            wl_block(seed, NKEYS, h, b, NULL);
+            if (qmdb_commit(db, h, b, root))
+                _exit(4);
+        }
+        if (qmdb_stat(db, &st) || (n > 0 && !memory && st.index_merges < 2))
+            _exit(7);
+        if (clean) {
+            qmdb_close(db);
+            _exit(0);
+        }
+        wl_block(seed, NKEYS, h0 + n + 1, b, NULL); /* in flight at the kill */
+        if (qmdb_submit(db, h0 + n + 1, b))
+            _exit(4);
+        raise(SIGKILL);
+        _exit(5);
+    }
+    int st;
+    REQUIRE(waitpid(pid, &st, 0) == pid);
+    if (clean)
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    else
+        CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+        fprintf(stderr, "resume child exited with %d\n", WEXITSTATUS(st));
+}
+
+/* Opens read-only and fast; checks height >= min_h, root and every value; returns the
+ * stats (the number of shards resumed, blocks replayed). */
+static qmdb_stats
+resume_check(uint64_t min_h, const char *when)
+{
+    int rc;
+    qmdb_db *db = open_db(QMDB_OPEN_RDONLY | QMDB_OPEN_FAST, &rc);
+    qmdb_stats st;
+    memset(&st, 0, sizeof(st));
+    if (!db) {
+        fprintf(stderr, "%s: open failed: %s: %s\n", when, qmdb_strerror(rc), qmdb_open_error());
+        REQUIRE(db != NULL);
+    }
+    CHECK_OK(qmdb_stat(db, &st));
+    uint64_t h = qmdb_height(db);
+    CHECK(h >= min_h);
+    unsigned char root[32];
+    CHECK_OK(qmdb_root(db, UINT64_MAX, root));
+    CHECK_MEM(root, wl_twin_root(&twin, h), 32);
+    wl_model_advance(&model, h);
+    long bad = wl_model_diff(db, &model, when);
+    wrong_values += bad;
+    CHECK(bad == 0);
+    CHECK_OK(qmdb_close(db));
+    printf("%-44s height %llu: %u shards resumed, %llu blocks / %llu changes replayed\n", when,
+           (unsigned long long)h, st.index_resumed_shards,
+           (unsigned long long)st.index_replayed_blocks,
+           (unsigned long long)st.index_replayed_changes);
+    return st;
+}
+
+static char *
+file_get(const char *name, size_t *len)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return NULL;
+    *len = (size_t)sb.st_size;
+    return test_slurp(path);
+}
+
+static void
+file_put(const char *name, const char *data, size_t len)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    REQUIRE(f != NULL);
+    REQUIRE(len == 0 || fwrite(data, 1, len, f) == len);
+    REQUIRE(fclose(f) == 0);
+}
+
+/* A little-endian u64 of shard i's run header (64: state height, 144: generation). */
+static uint64_t
+run_field(int i, size_t off)
+{
+    char name[16];
+    snprintf(name, sizeof(name), "s%02x.hix", i);
+    size_t len = 0;
+    char *f = file_get(name, &len);
+    uint64_t v = 0;
+    if (f && len >= off + 8)
+        for (int k = 7; k >= 0; k--)
+            v = v << 8 | (unsigned char)f[off + (size_t)k];
+    free(f);
+    return v;
+}
+
+static void
+resume_mode(void)
+{
+    REQUIRE(hybrid);
+    size_t len = 0, len2 = 0;
+    uint64_t stale_gen[16]; /* the checkpoints after the prefill */
+    char *stale[16];
+    size_t stale_len[16];
+    for (int i = 0; i < 16; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "s%02x.hix", i);
+        stale_gen[i] = run_field(i, 144);
+        stale[i] = file_get(name, &stale_len[i]);
+        REQUIRE(stale[i] != NULL);
+    }
+    uint64_t h = last_ok;
+
+    /* 1. A crash after merges: every shard resumes from a merge's run plus the journal. */
+    child_commit_kill(40, true, false, false);
+    qmdb_stats st = resume_check(h + 40, "crash after merges");
+    CHECK_EQ_U64(st.index_resumed_shards, 16);
+    CHECK(st.index_replayed_blocks >= 16 && st.index_replayed_changes > 0);
+    h = st.height;
+
+    /* 2. The resumed writable open continues the journal (the records after the committed
+     * height cut): again. */
+    child_commit_kill(25, true, false, false);
+    st = resume_check(h + 25, "crash after a resumed open");
+    CHECK_EQ_U64(st.index_resumed_shards, 16);
+    CHECK(st.index_replayed_blocks >= 16 && st.index_replayed_changes > 0);
+    h = st.height;
+
+    /* 3. A damaged run header: that shard scans the log, the others resume. */
+    char *run0 = file_get("s00.hix", &len);
+    REQUIRE(run0 && len > 4096);
+    run0[70] ^= 0x20;
+    file_put("s00.hix", run0, len);
+    st = resume_check(h, "damaged run (shard 0)");
+    CHECK_EQ_U64(st.index_resumed_shards, 15);
+    run0[70] ^= 0x20;
+    file_put("s00.hix", run0, len);
+
+    /* 4. A damaged journal record (the first of both files) of a shard whose run is older
+     * than the committed height (a merge may have written one of exactly that height when
+     * the block in flight at the kill had been frozen into it): that shard scans the log. */
+    int js = 1;
+    while (js < 16 && run_field(js, 64) >= h)
+        js++;
+    REQUIRE(js < 16);
+    char jn0[16], jn1[16];
+    snprintf(jn0, sizeof(jn0), "s%02x.hixj0", js);
+    snprintf(jn1, sizeof(jn1), "s%02x.hixj1", js);
+    char *j0 = file_get(jn0, &len), *j1 = file_get(jn1, &len2);
+    REQUIRE(j0 || j1);
+    if (j0 && len > 64 + 48)
+        j0[72] ^= 0x01, file_put(jn0, j0, len);
+    if (j1 && len2 > 64 + 48)
+        j1[72] ^= 0x01, file_put(jn1, j1, len2);
+    st = resume_check(h, "damaged journal");
+    CHECK_EQ_U64(st.index_resumed_shards, 15);
+    if (j0 && len > 64 + 48)
+        j0[72] ^= 0x01, file_put(jn0, j0, len);
+    if (j1 && len2 > 64 + 48)
+        j1[72] ^= 0x01, file_put(jn1, j1, len2);
+    st = resume_check(h, "files restored");
+    CHECK_EQ_U64(st.index_resumed_shards, 16);
+
+    /* 5. A stale run: the prefill's checkpoint in a shard that has installed two merges
+     * since (the journal file of its generation was reused). That shard scans the log. */
+    int ss = 2;
+    while (ss < 16 && run_field(ss, 144) < stale_gen[ss] + 2)
+        ss++;
+    REQUIRE(ss < 16);
+    char sn[16];
+    snprintf(sn, sizeof(sn), "s%02x.hix", ss);
+    char *run2 = file_get(sn, &len);
+    REQUIRE(run2 != NULL);
+    file_put(sn, stale[ss], stale_len[ss]);
+    st = resume_check(h, "stale run");
+    CHECK_EQ_U64(st.index_resumed_shards, 15);
+    file_put(sn, run2, len);
+
+    /* 6. Runs ahead of the committed metadata (a checkpoint at a height whose metadata was
+     * then lost): every shard scans the log; the writable open after it rebuilds the runs,
+     * and a crash after that resumes again. */
+    char *meta = file_get("META", &len2);
+    REQUIRE(meta != NULL);
+    child_commit_kill(20, true, true, false);
+    file_put("META", meta, len2);
+    st = resume_check(h, "runs ahead of META");
+    CHECK_EQ_U64(st.index_resumed_shards, 0);
+    CHECK_EQ_U64(st.height, h);
+    child_commit_kill(0, false, false, false); /* the rebuild's runs: the committed state */
+    st = resume_check(h, "crash right after a rebuild");
+    CHECK_EQ_U64(st.index_resumed_shards, 16);
+    h = st.height;
+    child_commit_kill(20, true, false, false);
+    st = resume_check(h + 20, "crash after a rebuild and merges");
+    CHECK_EQ_U64(st.index_resumed_shards, 16);
+    CHECK(st.index_replayed_blocks >= 16);
+    h = st.height;
+
+    /* 7. Blocks committed by an open with the in-memory indexer: it deleted the runs and
+     * journals (they would miss its blocks), so the hybrid open scans the log. */
+    child_commit_kill(10, false, false, true);
+    for (int i = 0; i < 16; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "s%02x.hix", i);
+        CHECK(file_get(name, &len) == NULL);
+        snprintf(name, sizeof(name), "s%02x.hixj%d", i, i & 1);
+        CHECK(file_get(name, &len) == NULL);
+    }
+    st = resume_check(h + 10, "crash of an in-memory-indexer writer");
+    CHECK_EQ_U64(st.index_resumed_shards, 0);
+    h = st.height;
+    child_commit_kill(20, false, false, false);
+    st = resume_check(h + 20, "crash after the hybrid writer is back");
+    CHECK_EQ_U64(st.index_resumed_shards, 16);
+    last_ok = st.height;
+    for (int i = 0; i < 16; i++)
+        free(stale[i]);
+    free(run0);
+    free(run2);
+    free(j0);
+    free(j1);
+    free(meta);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -370,6 +636,8 @@ main(int argc, char **argv)
     }
     const char *mode = argv[1];
     long target = atol(argv[2]);
+    const char *ix = getenv("QMDB_INDEXER");
+    hybrid = ix && strcmp(ix, "hybrid") == 0;
     seed = strtoull(argv[3], NULL, 10);
     rng = wl_mix(seed);
     char tag[64];
@@ -404,7 +672,10 @@ main(int argc, char **argv)
 
     time_t t0 = time(NULL);
     long rounds = 0;
-    if (strcmp(mode, "power") == 0) {
+    if (strcmp(mode, "resume") == 0) {
+        resume_mode();
+        verify("after resume tests");
+    } else if (strcmp(mode, "power") == 0) {
         while (power_crashes < target && rounds < 4 * target) {
             power_once();
             rounds++;
@@ -453,6 +724,11 @@ main(int argc, char **argv)
     CHECK(wrong_values == 0);
     CHECK(reported_mismatch == 0);
     CHECK(st.unpruned_entries < st.total_entries); /* pruning happened */
+    if (hybrid) {
+        printf("hybrid: %ld fast checks resumed some shard, %ld resumed all with a replay\n",
+               resumed_opens, replay_opens);
+        CHECK(replay_opens > 0);
+    }
     wl_model_free(&model);
     wl_twin_close(&twin);
     if (!test_failures) {

@@ -3,11 +3,11 @@
  * fuzz_hix.c -- fuzz target for the hybrid indexer's run-file decoder (src/hindex.c:
  * qm_hix_load, then the record pages through qm_hix_foreach / qm_hix_find / qm_hix_pred). The
  * input is the whole file: it is written as s03.hix in a per-process temporary directory and
- * loaded for shard 3, wanting the state its own header records (bytes [64, 144)) so that the
- * state comparison passes and the checks behind it are reached; then again with the header's
- * CRCs patched in (as far as the input holds what they cover). Properties: load returns 0,
- * QMDB_NOTFOUND or an errno code; a loaded run's pages lie inside the file and hold its nrec
- * records, and its blob is the header's blob_len bytes from blob_off to the end; lookups and
+ * loaded for shard 3; then again with the header's CRCs patched in (as far as the input holds
+ * what they cover). Properties: load returns 0, QMDB_NOTFOUND or an errno code; a loaded run's
+ * state and generation are the header's bytes [64, 152), its pages lie inside the file and
+ * hold its nrec records, and its blob is the header's blob_len bytes from blob_off to the end;
+ * lookups and
  * the walk return 0, QMDB_CORRUPT or an errno code; a complete walk yields qm_hix_count
  * records.
  */
@@ -89,26 +89,23 @@ check(const uint8_t *data, size_t size)
     FUZZ_ASSERT(size == 0 || fwrite(data, 1, size, f) == size);
     FUZZ_ASSERT(fclose(f) == 0);
 
-    qm_hix_state want;
-    memset(&want, 0, sizeof(want));
-    if (size >= 144) {
-        u64 *v[6] = {&want.height, &want.next_sn, &want.entry_size, &want.entry_head,
-                     &want.live, &want.first_twig};
-        for (int i = 0; i < 6; i++)
-            *v[i] = qm_get_u64le(data + 64 + 8 * i);
-        memcpy(want.root, data + 112, 32);
-    }
+    qm_hix_state st;
+    u64 gen = 0;
     qm_hindex *x = NULL;
     u8 *blob = NULL;
     size_t blob_len = 0;
     qm_err err;
-    int rc = qm_hix_load(g_dir, 3, 0, &want, &x, &blob, &blob_len, &err);
+    int rc = qm_hix_load(g_dir, 3, 0, &st, &gen, &x, &blob, &blob_len, &err);
     FUZZ_ASSERT(ok_rc(rc, QMDB_NOTFOUND));
     if (rc != 0) {
         FUZZ_ASSERT(x == NULL && blob == NULL);
         return;
     }
     FUZZ_ASSERT(x && blob && size >= 4096);
+    u64 v[6] = {st.height, st.next_sn, st.entry_size, st.entry_head, st.live, st.first_twig};
+    for (int i = 0; i < 6; i++)
+        FUZZ_ASSERT(v[i] == qm_get_u64le(data + 64 + 8 * i));
+    FUZZ_ASSERT(memcmp(st.root, data + 112, 32) == 0 && gen == qm_get_u64le(data + 144));
     u64 boff = qm_get_u64le(data + 32);
     FUZZ_ASSERT(blob_len == qm_get_u64le(data + 40));
     FUZZ_ASSERT(boff <= size && blob_len == size - boff);
@@ -143,8 +140,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         qm_put_u32le(c + 52, qm_crc32c(0, c + (npages + 1) * 4096, npages * 6));
     if (boff <= size && blen <= size - boff)
         qm_put_u32le(c + 56, qm_crc32c(0, c + boff, blen));
-    qm_put_u32le(c + 144, qm_crc32c(0, c, 144));
-    if (memcmp(c, data, 148) != 0)
+    qm_put_u32le(c + 152, qm_crc32c(0, c, 152));
+    if (memcmp(c, data, 156) != 0)
         check(c, size);
     free(c);
     return 0;

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hindex_int.h -- the hybrid indexer's internals shared by hindex.c (layers, lookups,
+ * changes, merger thread, maintenance) and hixrun.c (the run file: writer, reader, merged
+ * walks, loading). Not for other files: use hindex.h.
+ *
+ * Thread: see hindex.h.
+ */
+#ifndef QM_HINDEX_INT_H
+#define QM_HINDEX_INT_H
+
+#include <pthread.h>
+
+#include "codec.h"
+#include "hindex.h"
+#include "hixj.h"
+#include "indexer.h"
+#include "io.h"
+
+#define HIX_MAGIC "QMDBHIX1"
+#define HIX_VERSION 2u
+#define HIX_HDR_CRC_AT 152u
+#define HIX_WBUF (1u << 20)
+
+/* Positions erased from the layers below (open addressing; slot = pos + 1, 0 = empty). */
+typedef struct posset {
+    u64 *slot;
+    u64 cap, n;
+} posset;
+
+typedef struct layer {
+    qm_index ins;
+    posset del;
+} layer;
+
+typedef struct run {
+    u64 id; /* unique in the process (keys the page cache) */
+    int fd; /* -1: no run yet */
+    u64 nrec, npages;
+    u8 *first; /* npages * 6 bytes */
+    u64 file_bytes;
+} run;
+
+enum { MERGE_IDLE, MERGE_REQUESTED, MERGE_DONE };
+
+struct qm_hindex {
+    char path[4096], tmp[4104], dir[4096];
+    const qm_io *io; /* the I/O layer at creation (the merger never switches layers) */
+    unsigned shard;
+    u64 merge_changes;
+    run r;
+    layer *a, *f;
+    u64 count;
+    struct recvec *bulk; /* records of a bulk load, until bulk_finish */
+    pthread_t th;
+    bool th_started, stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int state;
+    int merge_rc;
+    run out;
+    qm_err merr, *err;
+    u64 merges;
+    u64 page_reads; /* atomic */
+    struct memo_ent *mt; /* the per-block memo (below), guarded by mmu */
+    u64 mcap, mn, mrun;
+    pthread_mutex_t mmu;
+    u64 gen;            /* generation of run r (0: none yet) */
+    qm_hixj j;          /* the journal of the blocks since (hixj.h) */
+    qm_hix_state fst;   /* F's state (the snapshot taken when it was frozen) */
+    u8 *fblob;          /* and its blob (fblob_len bytes) */
+    size_t fblob_len;
+    u64 fgen;           /* the generation of the run F's merge writes */
+};
+
+/* Records of a bulk load or an overlay collected for a merge (12-byte records), minus those
+ * whose position `dead` (may be NULL) holds. */
+typedef struct recvec {
+    u8 *v;
+    u64 n, cap;
+    const posset *dead;
+} recvec;
+
+/* A 6-byte key as a big-endian integer (compares like memcmp). */
+static inline u64
+k48(const u8 *p)
+{
+    return qm_get_u48be(p);
+}
+
+static inline u64
+rec_pos12(const u8 *r)
+{
+    return qm_get_u48be(r + 6) << 3;
+}
+
+static inline u32
+page_crc(const u8 *page, u64 p)
+{
+    return qm_crc32c(0, page, QM_HIX_PAGE - 4) ^ (u32)p;
+}
+
+/* hindex.c */
+QM_HIDDEN void *hix_big_realloc(void *p, size_t old, size_t n);
+QM_HIDDEN void hix_big_free(void *p, size_t n);
+QM_HIDDEN bool hix_ps_has(const posset *s, u64 pos);
+QM_HIDDEN u64 hix_new_run_id(void);
+QM_HIDDEN void hix_run_close(const qm_io *io, run *r);
+QM_HIDDEN void hix_bulk_free(qm_hindex *x);
+
+/* hixrun.c */
+QM_HIDDEN int hix_merged_walk(qm_hindex *x, const run *r, layer *const *ls, qm_hix_fn fn,
+                              void *arg, qm_err *err);
+QM_HIDDEN int hix_merge_write(qm_hindex *x, const run *r, layer *const *ls,
+                              const qm_hix_state *st, u64 gen, const u8 *blob, size_t blob_len,
+                              run *out, qm_err *err);
+QM_HIDDEN u64 hix_new_chain_gen(void);
+
+#endif /* QM_HINDEX_INT_H */

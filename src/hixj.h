@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hixj.h -- the change journal of the hybrid indexer: per block, the index changes and the
+ * deactivated serial numbers a shard's update made, so that an open after a crash resumes
+ * from the last run (which records the shard state it reflects, hixrun.c) plus the journal
+ * of the blocks since, instead of scanning the whole entry log.
+ *
+ * File dir/sXX.hixj<gen & 1> (layout in hixj.c and FORMAT.md §11): a header naming the
+ * generation (the run it continues) and its first block height, then one record per block.
+ * Run g's journal holds the blocks after the state run g reflects; a merge freezes the
+ * overlay at a block boundary and starts journal g+1 there, so that run g + journal g +
+ * journal g+1 cover every committed block until run g+1 is on disk. Records are written at
+ * the end of a block's update stage and fsynced with the block (before its metadata).
+ *
+ * Thread: the shard's updater (the open before the handle is returned); the flusher only
+ * fsyncs the fd that qm_hixj_block returned.
+ */
+#ifndef QM_HIXJ_H
+#define QM_HIXJ_H
+
+#include "io.h"
+#include "qm_internal.h"
+
+#define QM_HIXJ_HDR 64u
+#define QM_HIXJ_REC_HDR 48u
+
+/* The shard state after a block (checked against the metadata at the end of a replay). */
+typedef struct qm_hixj_blk {
+    u64 height, next_sn, entry_size, live, yfirst; /* yfirst: youngest twig's first entry */
+} qm_hixj_blk;
+
+typedef struct qm_hixj {
+    const qm_io *io;
+    char dir[4096];
+    unsigned shard;
+    int fd[2];  /* by generation & 1; -1 when closed */
+    u64 gen;    /* the generation appended to */
+    u64 off;    /* its append offset */
+    bool on;    /* recording (a generation was started or resumed) */
+    u8 *buf;    /* items of the block being applied */
+    size_t len, cap;
+    int rc;     /* first failure to grow buf (reported at qm_hixj_block) */
+} qm_hixj;
+
+QM_HIDDEN void qm_hixj_init(qm_hixj *j, const qm_io *io, const char *dir, unsigned shard);
+QM_HIDDEN void qm_hixj_close(qm_hixj *j);
+/* Path of journal file of generation parity p (0/1). */
+QM_HIDDEN void qm_hixj_path(const char *dir, unsigned shard, unsigned p, char *out, size_t cap);
+
+/* Creates (truncates) the journal of generation gen, whose first record is block first_h;
+ * durable (file and directory fsynced) when it returns 0. Later blocks are recorded there. */
+QM_HIDDEN int qm_hixj_start(qm_hixj *j, u64 gen, u64 first_h, qm_err *err);
+/* Continues the existing journal of generation gen at byte offset off (cut there), after
+ * appending `more` (records of the next generation's file, which is then deleted). */
+QM_HIDDEN int qm_hixj_resume(qm_hixj *j, u64 gen, u64 off, const u8 *more, size_t more_len,
+                             qm_err *err);
+
+/* Items of the block being applied (no-ops unless recording). */
+QM_HIDDEN void qm_hixj_ins(qm_hixj *j, const u8 kh[6], u64 pos);
+QM_HIDDEN void qm_hixj_erase(qm_hixj *j, const u8 kh[6], u64 pos);
+QM_HIDDEN void qm_hixj_replace(qm_hixj *j, const u8 kh[6], u64 old_pos, u64 new_pos);
+QM_HIDDEN void qm_hixj_deact(qm_hixj *j, u64 sn);
+
+/* Ends a block: writes its record (no fsync). *sync_fd: the fd that the block's flush must
+ * fsync, -1 when not recording. */
+QM_HIDDEN int qm_hixj_block(qm_hixj *j, const qm_hixj_blk *b, int *sync_fd, qm_err *err);
+
+/*
+ * Reads the records of journal gen (file parity gen & 1) whose header says generation gen
+ * and first block first_h: the valid records (CRC, consecutive heights from first_h) of
+ * heights <= max_h, copied to *recs (malloc'd, *len bytes); *end: their end offset in the
+ * file; *last_h: the last height read (first_h - 1 if none). QMDB_NOTFOUND: no such journal.
+ */
+QM_HIDDEN int qm_hixj_read(const qm_io *io, const char *dir, unsigned shard, u64 gen,
+                           u64 first_h, u64 max_h, u8 **recs, size_t *len, u64 *end,
+                           u64 *last_h);
+
+/* Walks records read by qm_hixj_read: *b the block, its items in [*items, *items + *ilen).
+ * Returns the record's length, 0 at the end. */
+QM_HIDDEN size_t qm_hixj_next(const u8 *p, size_t left, qm_hixj_blk *b, const u8 **items,
+                              size_t *ilen);
+
+/* One item: tag 'I' (insert kh6 at a), 'E' (erase kh6 at a), 'R' (kh6 moves a -> b), 'D'
+ * (SN a deactivated). Returns the item's length, 0 if malformed. */
+typedef struct qm_hixj_item {
+    u8 tag;
+    u8 kh[6];
+    u64 a, b;
+} qm_hixj_item;
+QM_HIDDEN size_t qm_hixj_item_get(const u8 *p, size_t left, qm_hixj_item *it);
+
+#endif /* QM_HIXJ_H */

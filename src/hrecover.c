@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hrecover.c -- the hybrid indexer's side of a shard's life cycle: the state snapshots that
+ * runs carry, the journal record of each block, the checkpoint at close, and the open that
+ * resumes from the run file plus the journal instead of scanning the entry log.
+ *
+ * A run (hixrun.c) holds the index as of a shard state S (its header) and a blob with the
+ * ActiveBits of S (below); the journal of the run's generation (hixj.c) holds, per block
+ * after S, the index changes and the deactivated SNs. An open with committed metadata M at
+ * height H resumes when:
+ *   - the run is well formed, its state is not ahead of M (S.height <= H, S.next_sn <=
+ *     M.next_sn, S.entry_size <= M.entry_size, S.first_twig <= M.first_twig), and if
+ *     S.height == H it equals M (next_sn, entry_size, live, shard root);
+ *   - the journal of the run's generation (then of the next one, which a merge that was
+ *     running started) holds blocks S.height + 1 .. H, each record's CRC valid, and the last
+ *     one's state (next_sn, entry_size, live) equals M's.
+ * Then ActiveBits = the blob's, plus the SNs appended since (all set), minus the journal's
+ * deactivations; the index = the run plus the journal's changes (in the overlay); the
+ * youngest twig's leaves are hashed from the log as in the log scan. The counts must equal
+ * M.live, and the shard root recomputed from ActiveBits and the twig roots must equal M's
+ * (qm_shard_open); any mismatch before that falls back to the log scan, which rewrites the
+ * run. Records after H (blocks never committed) are ignored and a writable open cuts them.
+ * Runs written by merges that ran ahead of the committed height (the overlay held a block
+ * not yet durable) fail the first rule and fall back. A writable open with the in-memory
+ * indexer deletes the run and journals (recover.c), so a later hybrid open never replays a
+ * journal that misses blocks.
+ *
+ * Blob (stored in sXX.hix; FORMAT.md §10):
+ *   OFFSET      SIZE  FIELD
+ *   0           8     log offset of the youngest twig's first entry
+ *   8           8     ntw: twigs first_twig..youngest of the state
+ *   16 + 264*i  256   ActiveBits of twig first_twig + i
+ *   272 + 264*i 8     its deactivation height
+ *
+ * Thread: the shard's updater; qm_shard_hix_resume the opening thread.
+ */
+#include <stdlib.h>
+
+#include "codec.h"
+#include "hindex.h"
+#include "hixj.h"
+#include "shard.h"
+
+#define CKPT_TWIG (QM_ACTIVE_BYTES + 8u)
+
+static u64
+youngest_first_pos(const qm_shard *s)
+{
+    const qm_tree *t = &s->tree;
+    return ((t->ntwigs - 1) << QM_TWIG_SHIFT) < t->next_sn ? t->twigs[t->ntwigs - 1].first_pos
+                                                            : s->entries.size;
+}
+
+/* The shard's state after its last applied block, reported as `height`, and its blob. */
+static int
+shard_snapshot(qm_shard *s, u64 height, qm_hix_state *st, u8 **blob, size_t *len)
+{
+    const qm_tree *t = &s->tree;
+    st->height = height;
+    st->next_sn = t->next_sn;
+    st->entry_size = s->entries.size;
+    st->entry_head = s->entry_head;
+    st->live = s->live;
+    st->first_twig = t->first_twig;
+    memcpy(st->root, t->root, 32);
+    u64 ntw = t->ntwigs - t->first_twig;
+    *len = 16 + (size_t)ntw * CKPT_TWIG;
+    u8 *b = *blob = malloc(*len);
+    if (!b)
+        return -ENOMEM;
+    qm_put_u64le(b, youngest_first_pos(s));
+    qm_put_u64le(b + 8, ntw);
+    for (u64 i = 0; i < ntw; i++) {
+        const qm_twig *tw = &t->twigs[t->first_twig + i];
+        memcpy(b + 16 + i * CKPT_TWIG, tw->active, QM_ACTIVE_BYTES);
+        qm_put_u64le(b + 16 + i * CKPT_TWIG + QM_ACTIVE_BYTES, tw->deact_height);
+    }
+    return 0;
+}
+
+int
+qm_shard_checkpoint(qm_shard *s, u64 height)
+{
+    if (!s->index.hyb || s->par->rdonly)
+        return 0;
+    qm_hix_state st;
+    u8 *blob = NULL;
+    size_t len = 0;
+    int rc = shard_snapshot(s, height, &st, &blob, &len);
+    if (!rc)
+        rc = qm_hix_checkpoint(s->index.hyb, &st, blob, len);
+    free(blob);
+    return rc;
+}
+
+typedef struct snap_arg {
+    qm_shard *s;
+    u64 height;
+} snap_arg;
+
+static int
+snap_cb(void *arg, qm_hix_state *st, u8 **blob, size_t *len)
+{
+    snap_arg *a = arg;
+    return shard_snapshot(a->s, a->height, st, blob, len);
+}
+
+int
+qm_shard_hix_maintain(qm_shard *s, u64 height)
+{
+    if (!s->index.hyb)
+        return 0;
+    /* Before block `height`: the tree's root is that of height - 1 (its hash stage is done),
+     * and the overlay holds every change up to it. */
+    snap_arg a = {s, height - 1};
+    return qm_hix_maintain(s->index.hyb, height, snap_cb, &a);
+}
+
+int
+qm_shard_hix_block_end(qm_shard *s, u64 height, int *sync_fd)
+{
+    *sync_fd = -1;
+    if (!s->index.hyb)
+        return 0;
+    qm_hixj_blk b = {height, s->tree.next_sn, s->entries.size, s->live, youngest_first_pos(s)};
+    return qm_hix_journal_block(s->index.hyb, &b, sync_fd);
+}
+
+int
+qm_shard_hix_rebuilt(qm_shard *s, const qm_shard_meta *m)
+{
+    qm_hix_state st;
+    u8 *blob = NULL;
+    size_t len = 0;
+    int rc = shard_snapshot(s, s->par->height, &st, &blob, &len);
+    /* The committed state: the tree's root is recomputed (and compared with META's) only
+     * after this. */
+    st.entry_head = m->entry_head;
+    memcpy(st.root, m->root, 32);
+    if (!rc)
+        rc = qm_hix_bulk_finish(s->index.hyb, &st, blob, len);
+    free(blob);
+    if (!rc)
+        rc = qm_hixj_start(qm_hix_journal(s->index.hyb), qm_hix_gen(s->index.hyb),
+                           s->par->height + 1, s->err);
+    return rc;
+}
+
+/* Replays journal records [p, p + len) into index x and the tree's ActiveBits (unpruned
+ * twigs from sn0). *last: the state after the last record. false: they do not fit. */
+static bool
+replay(qm_shard *s, qm_hindex *x, const u8 *p, size_t len, u64 sn0, qm_hixj_blk *last)
+{
+    qm_tree *t = &s->tree;
+    qm_hixj_blk b;
+    const u8 *items;
+    size_t ilen, step;
+    while ((step = qm_hixj_next(p, len, &b, &items, &ilen)) != 0) {
+        p += step;
+        len -= step;
+        qm_hixj_item it;
+        size_t n;
+        while ((n = qm_hixj_item_get(items, ilen, &it)) != 0) {
+            items += n;
+            ilen -= n;
+            u8 kh[32] = {0};
+            memcpy(kh, it.kh, 6);
+            int rc = 0;
+            if (it.tag == 'I') {
+                rc = qm_hix_insert(x, kh, it.a);
+            } else if (it.tag == 'E') {
+                rc = qm_hix_erase(x, kh, it.a);
+            } else if (it.tag == 'R') {
+                rc = qm_hix_replace(x, kh, it.a, it.b);
+            } else if (it.a >= sn0) { /* 'D'; SNs below sn0 are in pruned twigs */
+                u64 d = it.a;
+                if (d >= b.next_sn || d >= s->tree.next_sn)
+                    return false;
+                qm_twig *tw = &t->twigs[d >> QM_TWIG_SHIFT];
+                unsigned bit = (unsigned)(d & QM_TWIG_MASK);
+                if (!(tw->active[bit >> 3] & (1u << (bit & 7))))
+                    return false;
+                tw->active[bit >> 3] &= (u8) ~(1u << (bit & 7));
+                if (b.height > tw->deact_height)
+                    tw->deact_height = b.height;
+            }
+            if (rc)
+                return false;
+            s->hix_replayed_changes++;
+        }
+        if (ilen != 0)
+            return false;
+        s->hix_replayed_blocks++;
+        *last = b;
+    }
+    return len == 0;
+}
+
+int
+qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
+{
+    qm_tree *t = &s->tree;
+    const qm_io *io = qm_io_get();
+    u64 H = s->par->height, gen = 0;
+    qm_hix_state st;
+    qm_hindex *x = NULL;
+    u8 *blob = NULL, *j1 = NULL, *j2 = NULL;
+    size_t len = 0, l1 = 0, l2 = 0;
+    u64 end1 = 0, end2 = 0, last_h = 0;
+    int rc = qm_hix_load(dir, s->id, s->par->hix_merge, &st, &gen, &x, &blob, &len, s->err);
+    if (rc)
+        return rc;
+    rc = QMDB_NOTFOUND; /* until everything fits */
+    u64 ntw = len >= 16 ? qm_get_u64le(blob + 8) : 0;
+    if (len < 16 || ntw > (len - 16) / CKPT_TWIG || len != 16 + ntw * CKPT_TWIG ||
+        st.first_twig + ntw != (st.next_sn >> QM_TWIG_SHIFT) + 1)
+        goto out;
+    if (st.height > H || st.next_sn > m->next_sn || st.entry_size > m->entry_size ||
+        st.first_twig > m->first_twig)
+        goto out;
+    if (st.height == H && (st.next_sn != m->next_sn || st.entry_size != m->entry_size ||
+                           st.live != m->live || memcmp(st.root, m->root, 32) != 0))
+        goto out;
+    last_h = st.height;
+    if (st.height < H) {
+        if (qm_hixj_read(io, dir, s->id, gen, st.height + 1, H, &j1, &l1, &end1, &last_h) != 0)
+            goto out;
+        if (last_h < H && qm_hixj_read(io, dir, s->id, gen + 1, last_h + 1, H, &j2, &l2, &end2,
+                                       &last_h) != 0)
+            goto out;
+        if (last_h != H)
+            goto out;
+    }
+    /* ActiveBits: the run's state, the SNs appended since, then the journal's changes. */
+    u64 sn0 = m->first_twig << QM_TWIG_SHIFT, youngest = t->ntwigs - 1;
+    for (u64 id = m->first_twig; id <= youngest; id++) {
+        qm_twig *tw = &t->twigs[id];
+        u64 i = id - st.first_twig;
+        if (i < ntw) {
+            memcpy(tw->active, blob + 16 + i * CKPT_TWIG, QM_ACTIVE_BYTES);
+            tw->deact_height = qm_get_u64le(blob + 16 + i * CKPT_TWIG + QM_ACTIVE_BYTES);
+        } else {
+            memset(tw->active, 0, QM_ACTIVE_BYTES);
+            tw->deact_height = 0;
+        }
+    }
+    for (u64 sn = QM_MAX(st.next_sn, sn0); sn < m->next_sn; sn++) {
+        unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
+        t->twigs[sn >> QM_TWIG_SHIFT].active[bit >> 3] |= (u8)(1u << (bit & 7));
+    }
+    qm_hixj_blk last = {st.height, st.next_sn, st.entry_size, st.live, qm_get_u64le(blob)};
+    if (!replay(s, x, j1, l1, sn0, &last) || !replay(s, x, j2, l2, sn0, &last))
+        goto out;
+    if (last.height != H || last.next_sn != m->next_sn || last.entry_size != m->entry_size ||
+        last.live != m->live || qm_hix_count(x) != m->live)
+        goto out;
+    u64 live = 0;
+    for (u64 id = m->first_twig; id <= youngest; id++) {
+        qm_twig *tw = &t->twigs[id];
+        tw->nactive = 0;
+        for (unsigned k = 0; k < QM_ACTIVE_BYTES; k++)
+            tw->nactive += (u32)__builtin_popcount(tw->active[k]);
+        live += tw->nactive;
+    }
+    if (live != m->live || qm_shard_youngest_leaves(s, m, last.yfirst) != 0)
+        goto out;
+    /* Later blocks continue the journal of the run's generation (with the next generation's
+     * records moved into it: its file is reused by the next merge). */
+    rc = 0;
+    if (!s->par->rdonly) {
+        qm_hixj *j = qm_hix_journal(x);
+        rc = st.height == H ? qm_hixj_start(j, gen, H + 1, s->err)
+                            : qm_hixj_resume(j, gen, end1, j2, l2, s->err);
+    }
+    if (!rc) {
+        s->index.hyb = x;
+        x = NULL;
+    }
+out:
+    if (rc == QMDB_NOTFOUND) {
+        s->hix_replayed_blocks = 0;
+        s->hix_replayed_changes = 0;
+        s->err->msg[0] = '\0';
+    }
+    qm_hix_free(x);
+    free(blob);
+    free(j1);
+    free(j2);
+    return rc;
+}
