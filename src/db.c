@@ -19,8 +19,8 @@
  *     the metadata slot (the commit point).
  * Pipeline: U of H+1 waits for H of H (the tree is shared) and for F of H-1 (at most two
  * blocks in flight), so H and F of block H overlap the caller reading and building block H+1
- * and the update of H+1. With QMDB_OPEN_NO_PIPELINE (or a test I/O layer, for deterministic
- * fault injection) all stages run inline in qmdb_submit.
+ * and the update of H+1. With QMDB_OPEN_NO_PIPELINE (or a sequential test I/O layer, for
+ * deterministic fault injection: io.h) all stages run inline in qmdb_submit.
  *
  * Thread: writer functions (create, submit, wait, commit, prune, stat, prove, check, close)
  * from one thread at a time; qmdb_get, qmdb_get_many, qmdb_height and qmdb_root from any
@@ -68,7 +68,7 @@ struct qmdb_db {
     qm_pool *cpu_pool; /* apply + hash of independent shards (one worker per extra core) */
     qm_pool *io_pool;  /* concurrent fsyncs: many files, one device flush */
     u64 commit_height; /* block being applied (read by the shard jobs) */
-    qm_rio *rio;       /* batched reads; NULL under a test I/O layer (synchronous reads) */
+    qm_rio *rio;       /* batched reads; unused under a sequential test I/O layer (io.h) */
     qm_pf pf;          /* the update stage's prefetch scratch */
     pthread_rwlock_t rw;
     /* Pipeline. */
@@ -91,16 +91,14 @@ struct qmdb_db {
 };
 
 /*
- * Shards share nothing, so the commit runs them as parallel jobs. This is done only with
- * the POSIX I/O implementation: a test's fault-injecting I/O layer then sees its calls in a
+ * Shards share nothing, so the commit runs them as parallel jobs, and reads are batched
+ * (rio). Not under a sequential test I/O layer (io.h), which then sees its calls in a
  * deterministic order. QMDB_THREADS=0 in the environment forces sequential commits.
  */
 static qm_pool *
 db_pool(qmdb_db *db, bool io)
 {
-    if (qm_io_get() != qm_io_posix())
-        return NULL;
-    return io ? db->io_pool : db->cpu_pool;
+    return !qm_io_concurrent() ? NULL : io ? db->io_pool : db->cpu_pool;
 }
 
 static int
@@ -694,7 +692,8 @@ db_get_many(qmdb_db *db, qmdb_read *reads, size_t n, bool committed)
         pthread_mutex_unlock(&db->mu);
     }
     /* Reads of the applied state in a writable database are the next block's reads. */
-    int rc = qm_get_many(db->shard, db->rio, reads, n, pre, npre, !committed && !db->par.rdonly);
+    qm_rio *rio = qm_io_concurrent() ? db->rio : NULL;
+    int rc = qm_get_many(db->shard, rio, reads, n, pre, npre, !committed && !db->par.rdonly);
     pthread_rwlock_unlock(&db->rw);
     return rc;
 }
@@ -741,7 +740,7 @@ db_update(qmdb_db *db, u64 h)
         if (db->shard[i].index.hyb)
             QM_TRY(qm_hix_maintain(db->shard[i].index.hyb));
     }
-    if (db->rio)
+    if (db->rio && qm_io_concurrent())
         QM_TRY(qm_prefetch_block(db->shard, db->rio, &db->cs, &db->pf));
     QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_update, db));
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
@@ -800,14 +799,15 @@ flusher_main(void *arg)
 static int
 db_pipeline_start(qmdb_db *db, const qmdb_options *opt)
 {
-    /* Batched reads need the real file descriptors; a test I/O layer gets synchronous ones. */
-    if (qm_io_get() == qm_io_posix()) {
+    /* Batched reads need the real file descriptors; a sequential test I/O layer (io.h) gets
+     * synchronous ones, and no pipeline. */
+    if (qm_io_concurrent()) {
         unsigned qd = opt->read_queue_depth ? opt->read_queue_depth : 64;
         QM_RET(qm_rio_new(qd, (opt->flags & QMDB_OPEN_DIRECT_IO) != 0, &db->rio));
     }
     const char *env = getenv("QMDB_PIPELINE");
     db->pipeline = !db->par.rdonly && !(opt->flags & QMDB_OPEN_NO_PIPELINE) &&
-                   !(env && atoi(env) == 0) && qm_io_get() == qm_io_posix();
+                   !(env && atoi(env) == 0) && qm_io_concurrent();
     if (!db->pipeline)
         return 0;
     int e = pthread_create(&db->flusher, NULL, flusher_main, db);
