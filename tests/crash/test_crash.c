@@ -380,7 +380,9 @@ main(int argc, char **argv)
     }
     conc = argc == 5;
     fio_set_concurrent(conc);
-    printf("configuration: %s\n", conc ? "concurrent" : "sequential");
+    printf("configuration: %s\n", strcmp(argv[1], "timer") == 0 ? "production (no I/O layer)"
+                                   : conc                        ? "concurrent"
+                                                                 : "sequential");
     const char *mode = argv[1];
     long target = atol(argv[2]);
     seed = strtoull(argv[3], NULL, 10);

@@ -9,7 +9,7 @@
  *   - simulate a power loss: with undo logging on, every write, truncate and file creation not
  *     yet made durable by fsync (file data) or a directory fsync (creation) is recorded, and
  *     fio_powerloss() reverts a random subset of them. After a FIO_CRASH trigger every call
- *     fails with EIO until fio_reset(), as if the machine had stopped.
+ *     fails with EIO until fio_uninstall(), as if the machine had stopped.
  * A call "matches" when its kind is the rule's and the file's path contains the rule's
  * substring (NULL matches every path).
  *
