@@ -2,8 +2,9 @@
 # test.sh -- the README's test command: installs dependencies, builds the `dev` preset
 # (Debug, ASan + UBSan, -Werror) and runs every CTest test, then builds the `tsan` preset
 # (ThreadSanitizer) and runs the threaded tests there (worker pool, API, block pipeline,
-# randomized model with the pipeline on). Before building, the style gates: the layer table
-# (scripts/check_layers.py). Used by .ci/run unchanged.
+# randomized model with the pipeline on, fault injection in the concurrent configuration).
+# Before building, the style gates: the layer table (scripts/check_layers.py). Used by
+# .ci/run unchanged.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -13,5 +14,5 @@ cmake --preset dev
 cmake --build --preset dev
 ctest --preset dev
 cmake --preset tsan
-cmake --build --preset tsan --target test_pool test_db test_pipeline test_model_random
+cmake --build --preset tsan --target test_pool test_db test_pipeline test_model_random test_fault
 ctest --preset tsan

@@ -14,8 +14,8 @@
  *     the metadata slot (the commit point).
  * Pipeline: U of H+1 waits for H of H (the tree is shared) and for F of H-1 (at most two
  * blocks in flight), so H and F of block H overlap the caller reading and building block H+1
- * and the update of H+1. With QMDB_OPEN_NO_PIPELINE (or a test I/O layer, for deterministic
- * fault injection) all stages run inline in qmdb_submit.
+ * and the update of H+1. With QMDB_OPEN_NO_PIPELINE (or a sequential test I/O layer, for
+ * deterministic fault injection: io.h) all stages run inline in qmdb_submit.
  *
  * Thread: the writer (one thread at a time) and the flusher thread; see db_int.h.
  */
@@ -35,9 +35,7 @@
 qm_pool *
 db_pool(qmdb_db *db, bool io)
 {
-    if (qm_io_get() != qm_io_posix())
-        return NULL;
-    return io ? db->io_pool : db->cpu_pool;
+    return !qm_io_concurrent() ? NULL : io ? db->io_pool : db->cpu_pool;
 }
 
 int
@@ -193,7 +191,7 @@ db_update(qmdb_db *db, u64 h)
         qm_undo_clear(&db->undo[h & 1][i]);
         QM_TRY(qm_shard_begin_block(&db->shard[i], &db->undo[h & 1][i], h));
     }
-    if (db->rio)
+    if (db->rio && qm_io_concurrent())
         QM_TRY(qm_prefetch_block(db->shard, db->rio, &db->cs, &db->pf));
     QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_update, db));
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
@@ -251,14 +249,15 @@ flusher_main(void *arg)
 int
 db_pipeline_start(qmdb_db *db, const qmdb_options *opt)
 {
-    /* Batched reads need the real file descriptors; a test I/O layer gets synchronous ones. */
-    if (qm_io_get() == qm_io_posix()) {
+    /* Batched reads need the real file descriptors; a sequential test I/O layer (io.h) gets
+     * synchronous ones, and no pipeline. */
+    if (qm_io_concurrent()) {
         unsigned qd = opt->read_queue_depth ? opt->read_queue_depth : 64;
         QM_RET(qm_rio_new(qd, (opt->flags & QMDB_OPEN_DIRECT_IO) != 0, &db->rio));
     }
     const char *env = getenv("QMDB_PIPELINE");
     db->pipeline = !db->par.rdonly && !(opt->flags & QMDB_OPEN_NO_PIPELINE) &&
-                   !(env && atoi(env) == 0) && qm_io_get() == qm_io_posix();
+                   !(env && atoi(env) == 0) && qm_io_concurrent();
     if (!db->pipeline)
         return 0;
     int e = pthread_create(&db->flusher, NULL, flusher_main, db);

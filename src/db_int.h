@@ -50,7 +50,7 @@ struct qmdb_db {
     qm_pool *cpu_pool; /* apply + hash of independent shards (one worker per extra core) */
     qm_pool *io_pool;  /* concurrent fsyncs: many files, one device flush */
     u64 commit_height; /* block being applied (read by the shard jobs) */
-    qm_rio *rio;       /* batched reads; NULL under a test I/O layer (synchronous reads) */
+    qm_rio *rio;       /* batched reads; unused under a sequential test I/O layer (io.h) */
     qm_pf pf;          /* the update stage's prefetch scratch */
     pthread_rwlock_t rw;
     /* Pipeline. */

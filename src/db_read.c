@@ -105,7 +105,8 @@ db_get_many(qmdb_db *db, qmdb_read *reads, size_t n, bool committed)
         pthread_mutex_unlock(&db->mu);
     }
     /* Reads of the applied state in a writable database are the next block's reads. */
-    int rc = qm_get_many(db->shard, db->rio, reads, n, pre, npre, !committed && !db->par.rdonly);
+    qm_rio *rio = qm_io_concurrent() ? db->rio : NULL;
+    int rc = qm_get_many(db->shard, rio, reads, n, pre, npre, !committed && !db->par.rdonly);
     pthread_rwlock_unlock(&db->rw);
     return rc;
 }

@@ -58,8 +58,9 @@ posix_fsize(int fd, u64 *size)
     return 0;
 }
 
-static const qm_io posix_io = {posix_open,      posix_close,  posix_pread, posix_pwrite,
-                               posix_fsync,     posix_ftruncate, posix_unlink, posix_fsize};
+static const qm_io posix_io = {posix_open,  posix_close,     posix_pread,  posix_pwrite,
+                               posix_fsync, posix_ftruncate, posix_unlink, posix_fsize,
+                               NULL,        true};
 
 static _Atomic(const qm_io *) current_io;
 
@@ -74,6 +75,12 @@ qm_io_get(void)
 {
     const qm_io *io = atomic_load_explicit(&current_io, memory_order_acquire);
     return io ? io : &posix_io;
+}
+
+bool
+qm_io_concurrent(void)
+{
+    return qm_io_get()->concurrent;
 }
 
 void

@@ -5,6 +5,12 @@
  * implementation is plain POSIX. Functions return 0 or a negated errno, and loop over short
  * reads/writes themselves (a short read at end of file returns -EIO, except in
  * qm_io_pread_upto). Any thread.
+ *
+ * Under a layer that is not `concurrent` the engine runs sequentially (no worker pools, no
+ * batched reads; a database opened under it has no block pipeline and the hybrid indexer
+ * merges inline), so that the layer sees its calls in a deterministic order. A concurrent
+ * layer gets the production configuration: it must be thread-safe, and it sees the reads that
+ * bypass pread (batched reads over io_uring or the pread pool) through read_done.
  */
 #ifndef QM_IO_H
 #define QM_IO_H
@@ -22,12 +28,19 @@ typedef struct qm_io {
     int (*ftruncate)(int fd, u64 len);
     int (*unlink)(const char *path);
     int (*fsize)(int fd, u64 *size);
+    /* A read of [off, off + len) of fd that bypassed pread (rio.c's batched reads, the hybrid
+     * indexer's page-cache probe) completed with res (bytes or -errno); returns the result to
+     * use (a test layer may turn it into an error). NULL: res as is. */
+    ssize_t (*read_done)(int fd, u64 off, size_t len, ssize_t res);
+    bool concurrent; /* the engine may use its threads and batched reads (see above) */
 } qm_io;
 
 /* The I/O implementation in use. Tests may replace it (process-wide; test-only hook). */
 QM_HIDDEN const qm_io *qm_io_get(void);
 QM_HIDDEN void qm_io_set(const qm_io *io); /* NULL restores POSIX */
 QM_HIDDEN const qm_io *qm_io_posix(void);
+/* Whether the layer in use lets the engine run concurrently (always true for POSIX). */
+QM_HIDDEN bool qm_io_concurrent(void);
 
 /* Helpers over the vtable. */
 QM_HIDDEN int qm_io_pread_full(int fd, void *buf, size_t len, u64 off);

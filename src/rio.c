@@ -10,6 +10,10 @@
  * pread path: the shared worker pool runs one job per shard; each job reads its shard's
  * requests in order into its own buffer.
  *
+ * Both paths bypass the I/O layer's pread; each completed read is reported to the layer in
+ * use when the batch started (qm_io.read_done), so that a test layer can inject read errors
+ * into batched reads too.
+ *
  * Thread: any; qm_rio_run calls are serialised by rio->mu.
  */
 #include "rio.h"
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "pool.h"
 
 #ifdef QMDB_HAVE_URING
@@ -40,7 +45,8 @@ struct qm_rio {
     u16 *free_slots;
     qm_pool *pool;
     u64 reads;
-    /* The batch being run on the pread path (guarded by mu, read by the jobs). */
+    /* The batch being run (guarded by mu, read by the pread jobs). */
+    const qm_io *io;
     const qm_rreq *reqs;
     size_t start[RIO_JOBS + 1];
     qm_rio_done done;
@@ -65,6 +71,8 @@ rio_window(const qm_rio *r, const qm_rreq *q, u64 *aoff, u32 *alen)
 static void
 rio_complete(qm_rio *r, const qm_rreq *q, const u8 *buf, u64 aoff, ssize_t res)
 {
+    if (r->io->read_done)
+        res = r->io->read_done(q->fd, q->off, q->len, res);
     if (res < 0) {
         r->done(r->arg, q, NULL, 0, (int)res);
         return;
@@ -277,6 +285,7 @@ qm_rio_run(qm_rio *r, const qm_rreq *reqs, size_t n, qm_rio_done done, void *arg
     pthread_mutex_lock(&r->mu);
     r->done = done;
     r->arg = arg;
+    r->io = qm_io_get();
     __atomic_fetch_add(&r->reads, n, __ATOMIC_RELAXED);
     int rc;
 #ifdef QMDB_HAVE_URING

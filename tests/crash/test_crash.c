@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_crash.c -- crash-consistency harness (issue 5, item 1). Single-threaded parent; forked
- * children.
+ * children (the engine's threads call the fault layer in the concurrent configuration).
  *
  *   test_crash timer KILLS SEED   a child applies the deterministic workload (workload.h) and
  *                                 the parent SIGKILLs it after a random delay;
@@ -18,6 +18,12 @@
  *                                 back to the log scan for a damaged run or journal, a stale
  *                                 run, runs ahead of the committed metadata, and blocks that
  *                                 an in-memory-indexer writer committed.
+ *
+ * A fifth argument `concurrent` installs the fault layer as a concurrent one (faultio.h), so
+ * that the phase and power cases run the production configuration (worker pools, block
+ * pipeline, merger threads, batched reads) instead of the sequential one, and the layer is
+ * installed before every open. The timer case never installs the layer: it always runs the
+ * production configuration.
  *
  * After every crash the parent reopens (full verifying open) and checks: the height H is at
  * least the last height whose commit the child reported; the root of H equals the root the
@@ -55,6 +61,7 @@ static long phase_kills[32];
 static volatile bool in_open;
 static bool hybrid;                  /* QMDB_INDEXER=hybrid */
 static long resumed_opens, replay_opens; /* fast opens: some shard resumed; all, with replay */
+static bool conc; /* the concurrent configuration */
 
 static uint64_t
 rnd(uint64_t n)
@@ -175,11 +182,12 @@ child_run(int wfd, int phase_idx)
         r.only_if = ph->gate == 1 ? &in_open : ph->gate == 2 ? &after_open : NULL;
         fio_install(&r, false);
     }
-    in_open = true;
+    /* The flags are read by the engine's threads in the concurrent configuration. */
+    __atomic_store_n(&in_open, true, __ATOMIC_RELEASE);
     int rc;
     qmdb_db *db = open_db(rnd(4) ? QMDB_OPEN_FAST : 0, &rc);
-    in_open = false;
-    after_open = true;
+    __atomic_store_n(&in_open, false, __ATOMIC_RELEASE);
+    __atomic_store_n(&after_open, true, __ATOMIC_RELEASE);
     if (!db) {
         fprintf(stderr, "child: open failed: %s: %s\n", qmdb_strerror(rc), qmdb_open_error());
         _exit(3);
@@ -344,6 +352,8 @@ power_once(void)
             power_open_crashes++;
         }
     } else {
+        if (conc) /* every component captures the fault layer (the rule comes later) */
+            fio_install(NULL, false);
         db = open_db(QMDB_OPEN_FAST, &rc);
         REQUIRE(db != NULL);
         fio_install(&r, true);
@@ -630,10 +640,15 @@ resume_mode(void)
 int
 main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s timer|phase|power COUNT SEED\n", argv[0]);
+    if (argc != 4 && !(argc == 5 && strcmp(argv[4], "concurrent") == 0)) {
+        fprintf(stderr, "usage: %s timer|phase|power COUNT SEED [concurrent]\n", argv[0]);
         return 2;
     }
+    conc = argc == 5;
+    fio_set_concurrent(conc);
+    printf("configuration: %s\n", strcmp(argv[1], "timer") == 0 ? "production (no I/O layer)"
+                                   : conc                        ? "concurrent"
+                                                                 : "sequential");
     const char *mode = argv[1];
     long target = atol(argv[2]);
     const char *ix = getenv("QMDB_INDEXER");
@@ -641,7 +656,7 @@ main(int argc, char **argv)
     seed = strtoull(argv[3], NULL, 10);
     rng = wl_mix(seed);
     char tag[64];
-    snprintf(tag, sizeof(tag), "crash-%s", mode);
+    snprintf(tag, sizeof(tag), "crash-%s%s", mode, conc ? "-conc" : "");
     wl_tmpdir(dir, sizeof(dir), tag);
     snprintf(twindir, sizeof(twindir), "%s-twin", dir);
     wl_rmdir(dir);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_fault.c -- fault injection through the I/O seam (issue 5, item 2). Single-threaded.
+ * test_fault.c -- fault injection through the I/O seam (issue 5, item 2). The test runs on
+ * its main thread; in the concurrent configuration the engine's threads call the I/O layer.
  *
  * For every fault class (EIO on read, write and fsync; a short write, transient or followed
  * by ENOSPC; ENOSPC; failures of the ROOTS and META writes; failures while pruning; a
@@ -9,6 +10,22 @@
  * returns QMDB_PANIC until it is closed; reopening recovers the last committed height (or the
  * failed block, when the failure came after its commit point) with the exact root the
  * fault-free twin computed and the model's values; and the database then accepts new blocks.
+ *
+ *   test_fault              sequential: the fault layer is a sequential one (io.h), so the
+ *                           engine runs without pools, batched reads or (for a database
+ *                           opened under it) pipeline, and the n-th matching call is always
+ *                           the same one;
+ *   test_fault concurrent   the production configuration: worker pools, block pipeline,
+ *                           hybrid merger threads and batched reads (io_uring, or the pread
+ *                           pool with QMDB_NO_URING=1), the layer installed before every open.
+ *                           Blocks are submitted ahead (submit h, then wait h-1), so a fault
+ *                           in a background stage surfaces at the next qmdb_submit or
+ *                           qmdb_wait. The last durable height is the last one whose
+ *                           qmdb_wait returned 0; a later block that was submitted may be
+ *                           recovered too if its META reached the disk (as in the crash tests).
+ *                           Batched reads reach the layer through read_done: an injected EIO
+ *                           there is retried synchronously, so the scenarios below also check
+ *                           that such a fault changes nothing.
  */
 #include <errno.h>
 #include <sys/stat.h>
@@ -22,6 +39,9 @@
 static char base[400];
 static uint64_t seed = 5;
 static int scenario_no;
+static bool conc;              /* the concurrent configuration */
+static long batched_total;     /* batched reads the layer saw (concurrent) */
+static long batched_faults;    /* of the last scenario (read before fio_uninstall) */
 
 typedef struct env {
     char dir[480];
@@ -37,6 +57,10 @@ env_open(env *e, uint32_t flags, int *rc_out)
     wl_options(&o);
     o.flags = flags;
     qmdb_db *db = NULL;
+    /* Concurrent: every component (the hybrid indexer's merger too) captures the fault layer,
+     * not POSIX; the scenario arms its rule later (fio_install again). */
+    if (conc && !fio_installed())
+        fio_install(NULL, false);
     int rc = qmdb_open(e->dir, &o, &db);
     if (rc_out)
         *rc_out = rc;
@@ -67,6 +91,7 @@ env_setup(env *e, uint64_t blocks)
     /* Roots for the blocks the scenario may commit, computed before any fault is armed. */
     (void)wl_twin_root(&e->twin, blocks + 40);
     qmdb_close(db);
+    fio_uninstall();
 }
 
 static void
@@ -103,6 +128,7 @@ env_verify(env *e, uint64_t lo, uint64_t hi, const char *what)
     CHECK_OK(qmdb_commit(db, h + 1, e->b, root));
     CHECK_MEM(root, wl_twin_root(&e->twin, h + 1), 32);
     qmdb_close(db);
+    fio_uninstall();
     return h;
 }
 
@@ -122,10 +148,71 @@ check_fatal(qmdb_db *db, uint64_t h, env *e)
     CHECK_RC(qmdb_stat(db, &st), QMDB_PANIC);
 }
 
+/* Concurrent configuration: the engine really runs it (pipeline; batched reads, over
+ * io_uring unless QMDB_NO_URING=1 or the kernel refuses it). */
+static void
+check_config(qmdb_db *db)
+{
+    if (!conc)
+        return;
+    qmdb_stats st;
+    CHECK_OK(qmdb_stat(db, &st));
+    CHECK(st.pipeline);
+    const char *nu = getenv("QMDB_NO_URING");
+    if (nu && atoi(nu) != 0)
+        CHECK(!st.io_uring);
+    static bool said;
+    if (!said)
+        printf("concurrent: pipeline on, batched reads over %s\n",
+               st.io_uring ? "io_uring" : "the pread pool");
+    said = true;
+}
+
+/* Commits blocks n+1.. until the fault fires (at most max_blocks). Sequentially each block is
+ * a qmdb_commit; concurrently block h is submitted before h-1 is waited for. Returns the
+ * first failure; *durable is the last height committed (qmdb_wait or qmdb_commit returned
+ * 0), *submitted the last one accepted by qmdb_submit (>= *durable). */
+static int
+commit_until_fired(env *e, qmdb_db *db, uint64_t n, int max_blocks, uint64_t *durable,
+                   uint64_t *submitted)
+{
+    unsigned char root[32];
+    int rc = 0;
+    *durable = *submitted = n;
+    for (int i = 0; i < max_blocks && !fio_triggered(); i++) {
+        n++;
+        wl_block(seed, NKEYS, n, e->b, NULL);
+        if (!conc) {
+            if ((rc = qmdb_commit(db, n, e->b, root)) != 0)
+                return rc;
+            CHECK_MEM(root, wl_twin_root(&e->twin, n), 32);
+            *durable = *submitted = n;
+            continue;
+        }
+        if ((rc = qmdb_submit(db, n, e->b)) != 0)
+            return rc;
+        *submitted = n;
+        if (n - 1 > *durable) {
+            if ((rc = qmdb_wait(db, n - 1, root)) != 0)
+                return rc;
+            CHECK_MEM(root, wl_twin_root(&e->twin, n - 1), 32);
+            *durable = n - 1;
+        }
+    }
+    if (*submitted > *durable) {
+        if ((rc = qmdb_wait(db, *submitted, root)) != 0)
+            return rc;
+        CHECK_MEM(root, wl_twin_root(&e->twin, *submitted), 32);
+        *durable = *submitted;
+    }
+    return 0;
+}
+
 /*
  * One commit-time fault: arms `r`, commits block H+1 and expects `want` (0: success). Then
  * checks fatality, closes, optionally reverts unsynced writes (power loss), and verifies that
- * the reopened height lies in [H + lo_off, H + hi_off].
+ * the reopened height lies in [H + lo_off, H + hi_off] (concurrently, up to the last block
+ * submitted if that is higher: its META may have reached the disk).
  */
 static void
 commit_fault(const char *name, const fio_rule *r, int want, const char *file_sub, int lo_off,
@@ -135,23 +222,14 @@ commit_fault(const char *name, const fio_rule *r, int want, const char *file_sub
     env_setup(&e, 30);
     qmdb_db *db = env_open(&e, 0, NULL);
     REQUIRE(db);
+    check_config(db);
     uint64_t h = qmdb_height(db);
     (void)wl_twin_root(&e.twin, h + (uint64_t)max_blocks); /* before the fault is armed */
     fio_install(r, powerloss_pct >= 0);
     /* Commit up to max_blocks blocks until the fault fires (a twig file is written only
      * when a twig fills). */
-    int rc = 0;
-    uint64_t n = h;
-    for (int i = 0; i < max_blocks && !fio_triggered(); i++) {
-        n++;
-        wl_block(seed, NKEYS, n, e.b, NULL);
-        unsigned char root[32];
-        rc = qmdb_commit(db, n, e.b, root);
-        if (rc == 0)
-            CHECK_MEM(root, wl_twin_root(&e.twin, n), 32);
-        else
-            break;
-    }
+    uint64_t committed, submitted;
+    int rc = commit_until_fired(&e, db, h, max_blocks, &committed, &submitted);
     if (!fio_triggered())
         fprintf(stderr, "%s: the fault never fired\n", name);
     CHECK(fio_triggered());
@@ -159,15 +237,21 @@ commit_fault(const char *name, const fio_rule *r, int want, const char *file_sub
         fprintf(stderr, "%s: commit returned %d (%s), wanted %d (%s): %s\n", name, rc,
                 qmdb_strerror(rc), want, qmdb_strerror(want), qmdb_last_error(db));
     CHECK_RC(rc, want);
-    uint64_t committed = rc ? n - 1 : n;
+    uint64_t n = committed + 1;
     if (rc) {
         const char *msg = qmdb_last_error(db);
+        /* After a power loss every call fails: concurrently, the message names whichever file
+         * a thread touched last, always one of this database's. */
+        if (conc && r->action == FIO_CRASH)
+            file_sub = e.dir;
         if (file_sub && !strstr(msg, file_sub))
             fprintf(stderr, "%s: message '%s' does not name %s\n", name, msg, file_sub);
         CHECK(file_sub == NULL || strstr(msg, file_sub) != NULL);
         check_fatal(db, n, &e);
     }
     CHECK_OK(qmdb_close(db));
+    batched_faults = fio_batched_faults();
+    batched_total += fio_batched_reads();
     fio_uninstall();
     if (powerloss_pct >= 0) {
         uint64_t rng = 99;
@@ -175,9 +259,14 @@ commit_fault(const char *name, const fio_rule *r, int want, const char *file_sub
     } else {
         fio_reset();
     }
-    uint64_t got = env_verify(&e, committed + (uint64_t)lo_off, committed + (uint64_t)hi_off, name);
-    printf("  %-52s rc=%-6d recovered height %llu (last committed %llu)\n", name, rc,
+    uint64_t hi = committed + (uint64_t)hi_off;
+    uint64_t got = env_verify(&e, committed + (uint64_t)lo_off, hi > submitted ? hi : submitted,
+                              name);
+    printf("  %-52s rc=%-6d recovered height %llu (last committed %llu", name, rc,
            (unsigned long long)got, (unsigned long long)committed);
+    if (submitted > committed)
+        printf(", submitted %llu", (unsigned long long)submitted);
+    printf(")\n");
     env_free(&e);
 }
 
@@ -214,8 +303,17 @@ test_commit_faults(void)
     commit_fault("EIO on an entry-log fsync + power loss", &r, -EIO, ".entries", 0, 0, 100, 20);
     r = rule(FIO_FSYNC, ".tmeta.", 1, FIO_ERR, EIO);
     commit_fault("EIO on a twig-meta fsync", &r, -EIO, ".tmeta", 0, 0, -1, 700);
+    /* Concurrently the block's first entry read is a batched one (the prefetch): its EIO is
+     * retried synchronously and the block commits. */
     r = rule(FIO_PREAD, ".entries.", 1, FIO_ERR, EIO);
-    commit_fault("EIO reading the entry log during a commit", &r, -EIO, ".entries", 0, 0, -1, 20);
+    commit_fault(conc ? "EIO on a batched entry-log read (retried)"
+                      : "EIO reading the entry log during a commit",
+                 &r, conc ? 0 : -EIO, ".entries", 0, 0, -1, 20);
+    CHECK_EQ_U64(batched_faults, conc ? 1 : 0);
+    r = rule(FIO_PREAD, ".entries.", 1, FIO_ERR, EIO);
+    r.sticky = true;
+    commit_fault("EIO on every entry-log read during a commit", &r, -EIO, ".entries", 0, 0, -1,
+                 20);
     r = rule(FIO_PWRITE, "ROOTS", 1, FIO_ERR, EIO);
     commit_fault("EIO writing ROOTS", &r, -EIO, "ROOTS", 0, 0, -1, 20);
     r = rule(FIO_FSYNC, "ROOTS", 1, FIO_ERR, EIO);
@@ -288,6 +386,63 @@ test_prune_fault(void)
     env_free(&e);
 }
 
+/* qmdb_get_many of keys off, off + 9, ... (each call reads keys that no earlier one cached);
+ * the number of keys whose result differs from the model. */
+#define GM_KEYS 64
+static unsigned char gm_key[GM_KEYS][16], gm_val[GM_KEYS][4096];
+
+static long
+get_many_diff(qmdb_db *db, const wl_model *m, uint32_t off, int *rc)
+{
+    qmdb_read rd[GM_KEYS];
+    uint32_t ki[GM_KEYS];
+    for (size_t i = 0; i < GM_KEYS; i++) {
+        ki[i] = (uint32_t)(i * 9 + off) % NKEYS;
+        rd[i] = (qmdb_read){gm_key[i], wl_key(ki[i], gm_key[i]), gm_val[i], sizeof(gm_val[i]),
+                            0, 0};
+    }
+    *rc = qmdb_get_many(db, rd, GM_KEYS);
+    long bad = 0;
+    for (size_t i = 0; i < GM_KEYS && !*rc; i++) {
+        const unsigned char *v = m->val[ki[i]];
+        bad += v ? rd[i].rc != 0 || rd[i].vlen != m->vlen[ki[i]] || memcmp(gm_val[i], v, rd[i].vlen)
+                 : rd[i].rc != QMDB_NOTFOUND;
+    }
+    return bad;
+}
+
+/* Batched reads: concurrently the entries are read in one batch (io_uring or the pread pool),
+ * where an EIO is retried synchronously: the values come back right. Sequentially the
+ * synchronous read fails. An EIO on every read fails the call in both, naming the file; a
+ * read changes nothing, so the handle stays usable. */
+static void
+get_many_faults(env *e, qmdb_db *db)
+{
+    int rc;
+    fio_rule r = rule(FIO_PREAD, ".entries.", 1, FIO_ERR, EIO);
+    fio_install(&r, false);
+    long bad = get_many_diff(db, &e->model, 3, &rc);
+    CHECK(fio_triggered());
+    CHECK_RC(rc, conc ? 0 : -EIO);
+    CHECK_EQ_U64(bad, 0);
+    CHECK_EQ_U64(fio_batched_faults(), conc ? 1 : 0);
+    if (conc)
+        CHECK(fio_batched_reads() > 1);
+    batched_total += fio_batched_reads();
+    if (rc)
+        CHECK(strstr(qmdb_last_error(db), ".entries") != NULL);
+    r.sticky = true;
+    fio_install(&r, false);
+    (void)get_many_diff(db, &e->model, 5, &rc);
+    CHECK_RC(rc, -EIO);
+    CHECK(strstr(qmdb_last_error(db), ".entries") != NULL);
+    if (conc)
+        CHECK(fio_batched_faults() > 0);
+    fio_uninstall();
+    CHECK_EQ_U64(get_many_diff(db, &e->model, 7, &rc), 0);
+    CHECK_OK(rc);
+}
+
 static void
 test_read_faults(void)
 {
@@ -333,6 +488,7 @@ test_read_faults(void)
     fio_uninstall();
     CHECK_OK(qmdb_get(db, key, kl, buf, sizeof(buf), &vl));
     CHECK(vl == e.model.vlen[ki] && memcmp(buf, e.model.val[ki], vl) == 0);
+    get_many_faults(&e, db);
     uint64_t h = qmdb_height(db) + 1;
     wl_block(seed, NKEYS, h, e.b, NULL);
     unsigned char root[32];
@@ -347,7 +503,8 @@ test_read_faults(void)
     CHECK_MEM(root, wl_twin_root(&e.twin, 3), 32);
     CHECK_OK(qmdb_close(db));
     env_verify(&e, h, h, "after read faults");
-    printf("  open (entry log, META, ROOTS), get and root: errors reported, state intact\n");
+    printf("  open (entry log, META, ROOTS), get, get_many and root: errors reported, state "
+           "intact\n");
     env_free(&e);
 }
 
@@ -418,9 +575,16 @@ test_checkpoint_fault(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-    wl_tmpdir(base, sizeof(base), "fault");
+    if (argc > 2 || (argc == 2 && strcmp(argv[1], "concurrent") != 0)) {
+        fprintf(stderr, "usage: %s [concurrent]\n", argv[0]);
+        return 2;
+    }
+    conc = argc == 2;
+    fio_set_concurrent(conc);
+    printf("configuration: %s\n", conc ? "concurrent" : "sequential");
+    wl_tmpdir(base, sizeof(base), conc ? "fault-conc" : "fault");
     wl_rmdir(base);
     REQUIRE(mkdir(base, 0755) == 0);
     test_commit_faults();
@@ -428,6 +592,10 @@ main(void)
     test_read_faults();
     test_prune_call_fault();
     test_checkpoint_fault();
+    if (conc) {
+        printf("batched reads seen by the fault layer: %ld\n", batched_total);
+        CHECK(batched_total > 0);
+    }
     int rc = test_report("test_fault");
     if (rc == 0) {
         char dir[512];
