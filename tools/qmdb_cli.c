@@ -94,6 +94,7 @@ static const cli_cmd commands[] = {
      "  --progress   blocks and ops per second on stderr, about once a second, and a\n"
      "               summary at the end (the default when stderr is a terminal)\n"
      "  --quiet      no progress, even on a terminal\n",
+     "  qmdb apply /var/lib/qmdb blocks.ops --progress\n"
      "  printf 'block 1\\nput 616c696365 08\\ncommit\\n' | qmdb apply /var/lib/qmdb -\n",
      CLI_OPTS_COMMON | CLI_OPT(OPT_PROGRESS) | CLI_OPT(OPT_QUIET), 2, 2, cmd_apply, false},
     {"put", "DIR KEY VALUE",
