@@ -45,12 +45,15 @@ print_commit(bool json, uint64_t height, const unsigned char root[32])
 
 /* The progress of `qmdb apply` on stderr: blocks and operations per second over the last
  * interval, about once a second, and a summary at the end. On a terminal one line is
- * rewritten in place (\r); elsewhere (--progress into a file) each update is a line. */
+ * rewritten in place (\r); elsewhere (--progress into a file) each update is a line. When
+ * stdout is the same terminal, the line is wiped before each "<height> <root>" and drawn
+ * again after it, so that it stays below them. */
 typedef struct progress {
-    bool on, tty;
+    bool on, tty, share;        /* share: stdout is a terminal too */
     double start, last;         /* seconds (CLOCK_MONOTONIC) */
     uint64_t blocks, ops;       /* since the start */
     uint64_t last_blocks, last_ops;
+    char text[200];             /* the latest update ("" before the first) */
     int width;                  /* of the line on screen (tty) */
 } progress;
 
@@ -63,10 +66,10 @@ now_s(void)
 }
 
 static void
-progress_line(progress *p, const char *text, bool final)
+progress_show(progress *p, bool final)
 {
     if (p->tty) {
-        int n = fprintf(stderr, "\r%s", text) - 1;
+        int n = fprintf(stderr, "\r%s", p->text) - 1;
         if (n < p->width) /* blank out the rest of a longer previous line */
             fprintf(stderr, "%*s", p->width - n, "");
         p->width = n;
@@ -74,9 +77,21 @@ progress_line(progress *p, const char *text, bool final)
             fputc('\n', stderr);
         cli_stderr_line_open = !final;
     } else {
-        fprintf(stderr, "%s\n", text);
+        fprintf(stderr, "%s\n", p->text);
     }
     fflush(stderr);
+}
+
+/* Before a line on stdout: wipes the progress line if it shares the terminal. */
+static void
+progress_hide(progress *p)
+{
+    if (p->on && p->share && cli_stderr_line_open) {
+        fprintf(stderr, "\r%*s\r", p->width, "");
+        fflush(stderr);
+        p->width = 0;
+        cli_stderr_line_open = false;
+    }
 }
 
 static void
@@ -87,15 +102,17 @@ progress_commit(progress *p, uint64_t height, size_t ops)
     if (!p->on)
         return;
     double t = now_s(), dt = t - p->last;
-    if (dt < 1.0)
+    if (dt < 1.0) {
+        if (p->share && p->text[0]) /* drawn again below the root line */
+            progress_show(p, false);
         return;
-    char text[200];
-    snprintf(text, sizeof(text),
+    }
+    snprintf(p->text, sizeof(p->text),
              "qmdb apply: height %" PRIu64 ", %" PRIu64 " blocks, %" PRIu64
              " ops; %.0f blocks/s, %.0f ops/s",
              height, p->blocks, p->ops, (double)(p->blocks - p->last_blocks) / dt,
              (double)(p->ops - p->last_ops) / dt);
-    progress_line(p, text, false);
+    progress_show(p, false);
     p->last = t;
     p->last_blocks = p->blocks;
     p->last_ops = p->ops;
@@ -107,13 +124,12 @@ progress_done(progress *p, bool ok)
     if (!p->on)
         return;
     double dt = now_s() - p->start;
-    char text[200];
-    snprintf(text, sizeof(text),
+    snprintf(p->text, sizeof(p->text),
              "qmdb apply: %s: %" PRIu64 " blocks, %" PRIu64
              " ops in %.1f s; %.0f blocks/s, %.0f ops/s",
              ok ? "done" : "stopped", p->blocks, p->ops, dt,
              dt > 0 ? (double)p->blocks / dt : 0.0, dt > 0 ? (double)p->ops / dt : 0.0);
-    progress_line(p, text, true);
+    progress_show(p, true);
 }
 
 /* ---- apply: the script ---------------------------------------------------------------------- */
@@ -184,6 +200,7 @@ script_line(script *sc, const char *line, size_t len)
         if (rc)
             return cli_db_fail("commit", rc, sc->db);
         sc->in_block = false;
+        progress_hide(&sc->prog);
         print_commit(false, sc->height, root);
         progress_commit(&sc->prog, sc->height, ops);
         return 0;
@@ -206,6 +223,7 @@ cmd_apply(const cli_cmd *cmd, cli_args *a)
     sc.name = path;
     sc.prog.on = !a->quiet && (a->progress || isatty(STDERR_FILENO));
     sc.prog.tty = isatty(STDERR_FILENO);
+    sc.prog.share = sc.prog.tty && isatty(STDOUT_FILENO);
     int rc = cli_open(dir, 0, &sc.db);
     if (rc) {
         if (in != stdin)
