@@ -56,6 +56,9 @@ static const struct {
 
 static char first_error[512];
 
+static void vreport(bool keep, const char *prefix, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
 static void
 vreport(bool keep, const char *prefix, const char *fmt, va_list ap)
 {
