@@ -153,8 +153,8 @@ int cli_close(qmdb_db *db);
 /* ---- cli_json.c ----------------------------------------------------------------------- */
 
 /* A JSON writer for one value on a stream: keys are given with each member (NULL inside
- * arrays and for the top-level value). Strings are escaped and made valid UTF-8 (each
- * invalid byte becomes U+FFFD); numbers are unsigned integers or finite doubles. */
+ * arrays and for the top-level value). Strings are escaped and made valid UTF-8 (invalid
+ * bytes become U+FFFD); numbers are unsigned integers or finite doubles. */
 typedef struct cli_json_w {
     FILE *f;
     int depth;

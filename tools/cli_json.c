@@ -2,8 +2,9 @@
 /*
  * cli_json.c -- the JSON writer of the `qmdb` tool's --json output: one value, written as it
  * goes (no tree in memory), on one line. Every string comes out as valid JSON text: '"', '\\'
- * and the control characters are escaped, valid UTF-8 is copied as it is, and each byte
- * that is not part of a valid UTF-8 sequence (a file name can hold any byte) becomes U+FFFD.
+ * and the control characters are escaped, valid UTF-8 is copied as it is, and what is not
+ * valid UTF-8 (a file name can hold any byte) becomes U+FFFD, one for each maximal invalid
+ * subpart (see utf8_seq).
  * Numbers are unsigned 64-bit integers (exact; a reader with IEEE doubles only, such as
  * JavaScript, loses precision above 2^53) or finite doubles. Bytes are lower-case hex strings.
  * Also the error object of a failed run. Single-threaded.
@@ -120,19 +121,21 @@ json_null(cli_json_w *w, const char *key)
     fputs("null", w->f);
 }
 
-/* The length of the valid UTF-8 sequence at p[0..n) (1..4), or 0 if there is none: no
- * overlong forms, no surrogates (U+D800..U+DFFF), nothing above U+10FFFF (RFC 3629). */
-static size_t
-utf8_len(const unsigned char *p, size_t n)
+/* The UTF-8 sequence at p[0..n): its length (1..4) if it is valid, else minus the length of
+ * its longest invalid start (1..3), which becomes one U+FFFD -- the "maximal subpart" rule of
+ * Unicode (chapter 3, U+FFFD substitution), which Python's decode(errors="replace") follows
+ * too. Valid means RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF. */
+static int
+utf8_seq(const unsigned char *p, size_t n)
 {
     unsigned char c = p[0];
-    size_t len;
+    int len;
     unsigned char lo = 0x80, hi = 0xbf; /* the range of the second byte */
     if (c < 0x80)
         return 1;
-    if (c >= 0xc2 && c <= 0xdf)
+    if (c >= 0xc2 && c <= 0xdf) {
         len = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
+    } else if (c >= 0xe0 && c <= 0xef) {
         len = 3;
         if (c == 0xe0)
             lo = 0xa0; /* overlong */
@@ -145,13 +148,13 @@ utf8_len(const unsigned char *p, size_t n)
         if (c == 0xf4)
             hi = 0x8f; /* above U+10FFFF */
     } else {
-        return 0;
+        return -1;
     }
-    if (n < len || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (p[i] < 0x80 || p[i] > 0xbf)
-            return 0;
+    if (n < 2 || p[1] < lo || p[1] > hi)
+        return -1;
+    for (int i = 2; i < len; i++)
+        if ((size_t)i >= n || p[i] < 0x80 || p[i] > 0xbf)
+            return -i;
     return len;
 }
 
@@ -190,13 +193,13 @@ json_strn(cli_json_w *w, const char *key, const char *s, size_t n)
             if (c < 0x20 || c == 0x7f) {
                 fprintf(f, "\\u%04x", c);
             } else {
-                size_t len = utf8_len(p + i, n - i);
-                if (len == 0) {
+                int len = utf8_seq(p + i, n - i);
+                if (len < 0) {
                     fputs("\\ufffd", f);
-                    i++;
+                    i += (size_t)-len;
                 } else {
-                    fwrite(p + i, 1, len, f);
-                    i += len;
+                    fwrite(p + i, 1, (size_t)len, f);
+                    i += (size_t)len;
                 }
                 continue;
             }

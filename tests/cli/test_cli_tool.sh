@@ -27,8 +27,9 @@ expect_rc() { if [ "$1" -eq "$2" ]; then ok; else bad "$3: exit $1, want $2"; fi
 run() { "$Q" "$@" > "$T/out" 2> "$T/err"; rc=$?; }
 # Prints a Python expression over the JSON document in file $1 (d); fails if it is not
 # exactly one JSON value.
-jq_py() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
-is_json() { python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2> /dev/null; }
+export PYTHONUTF8=1
+jq_py() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1], encoding="utf-8")); print(eval(sys.argv[2]))' "$1" "$2"; }
+is_json() { python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$1" 2> /dev/null; }
 
 D="$T/db"
 "$Q" init "$D" > /dev/null || bad "init"
@@ -276,15 +277,18 @@ json_error 2 usage root "$D" --json --height x
 json_error 2 usage get "$D" --json --bogus
 json_error 2 usage root "$T/nothing" --json
 json_error 3 database verify --root "$R" --key 01 --absent "$T" --json
-# Escaping: a directory name with a quote, a backslash, a newline, a tab and a byte that is not
-# UTF-8 comes back in the error object as valid JSON.
+# Escaping: a directory name with a quote, a backslash, a newline, a tab, a control byte, valid
+# UTF-8 and sequences that are not UTF-8 (a stray byte, an overlong form, a surrogate, a cut
+# sequence, a code point above U+10FFFF) comes back in the error object as valid JSON, each
+# invalid part replaced by U+FFFD as Python's decode(errors="replace") does.
 weird="$T/a\"b\\c
-d	e$(printf '\377')f"
+d	e$(printf '\001\377.\300\257.\355\240\200.\342\202x.\364\220\200\200.\360\237\230\200.\303\251')f"
 run root "$weird" --json
 expect_rc $rc 2 "root of a missing weird directory"
 is_json "$T/out" && ok || bad "escaping: not JSON: $(cat "$T/out")"
-expect_eq "$(jq_py "$T/out" 'repr(d["error"].split(": ")[0])')" \
-  "$(python3 -c 'import sys; print(repr(sys.argv[1] + "a\"b\\c\nd\te\ufffdf"))' "$T/")" "escaping: the name"
+expect_eq "$(jq_py "$T/out" 'ascii(d["error"].split(": ")[0])')" \
+  "$(python3 -c 'import os,sys; print(ascii(os.fsencode(sys.argv[1]).decode("utf-8", "replace")))' "$weird")" "escaping: the name"
+grep -q '\\u0001' "$T/out" && ok || bad "escaping: a control byte is not \\u0001"
 mkdir "$T/ü"
 run root "$T/ü" --json
 expect_eq "$(jq_py "$T/out" 'd["error"].split(": ")[0]')" "$T/ü" "escaping: UTF-8 is kept"
