@@ -11,7 +11,7 @@ V=$2
 T=$(mktemp -d /tmp/qmdb-clitool-XXXXXX)
 HOLD_PID=""
 cleanup() {
-  exec 3>&- 2> /dev/null
+  exec 3>&-
   [ -n "$HOLD_PID" ] && kill "$HOLD_PID" 2> /dev/null && wait "$HOLD_PID" 2> /dev/null
   rm -rf "$T"
 }
@@ -148,6 +148,12 @@ cmp -s "$T/p1" "$T/p2" && ok || bad "prove: the two orders wrote different proof
 same "verify" "verify --root $R --key alice --key-str --value 0a $T/p1 --height 2" \
   "verify $T/p1 --height 2 --value 0a --key=alice --root=$R --key-str"
 same "help" "help get" "get --help"
+# --indexer after the command: a hybrid apply leaves a checkpoint that a hybrid stat resumes.
+"$Q" init "$T/hy" --indexer hybrid && "$Q" apply "$T/hy" "$V/example.ops" --indexer hybrid > /dev/null ||
+  bad "init/apply with --indexer hybrid after the command"
+[ -e "$T/hy/s00.hix" ] && ok || bad "apply DIR SCRIPT --indexer hybrid left no s00.hix"
+same "stat --indexer hybrid" "stat $T/hy --indexer hybrid --json" "--indexer hybrid stat --json $T/hy"
+expect_eq "$(jq_py "$T/o1" 'd["indexer"], d["index_resumed_shards"]')" "('hybrid', 16)" "stat DIR --indexer hybrid"
 cp -a "$D" "$T/d1"
 cp -a "$D" "$T/d2"
 same "put" "put --str $T/d1 k v" "put $T/d2 k --str v"
