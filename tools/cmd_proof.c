@@ -95,11 +95,13 @@ out:
     return rc ? rc : crc;
 }
 
-/* Reads all of path ("-": stdin), at most 64 MiB. Returns 0, or an errno value. */
+/* Reads all of path ("-": stdin), at most 64 MiB. Returns 0, or an errno value with *opened
+ * telling whether the file could be opened at all. */
 static int
-read_all(const char *path, unsigned char **out, size_t *outlen)
+read_all(const char *path, unsigned char **out, size_t *outlen, bool *opened)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    *opened = f != NULL;
     if (!f)
         return errno ? errno : EIO;
     unsigned char *buf = NULL;
@@ -162,10 +164,12 @@ cmd_verify(const cli_cmd *cmd, cli_args *a)
         rc = CLI_USAGE;
         goto out;
     }
-    int err = read_all(file, &buf, &len);
+    bool opened;
+    int err = read_all(file, &buf, &len, &opened);
     if (err) {
-        rc = cli_error(err == EFBIG ? CLI_USAGE : CLI_DB, "cannot read %s: %s", file,
-                       strerror(err));
+        /* A file that is not there or too big is bad input; a failed read is an I/O error. */
+        rc = cli_error(opened && err != EFBIG ? CLI_DB : CLI_USAGE, "cannot %s %s: %s",
+                       opened ? "read" : "open", file, strerror(err));
         goto out;
     }
     const char *why = NULL;

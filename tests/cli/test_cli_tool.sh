@@ -109,6 +109,8 @@ usage_error "'init' has no --json output" --json init "$T/new"
 usage_error "KEY must be even-length hex" get "$D" 0
 usage_error "KEY must be 1..255 bytes" put "$D" "" 01 --str
 usage_error "VALUE must be 1..16777215 bytes" put "$D" 01 0x
+usage_error "cannot open $T/no-such-proof" verify --root "$R" --key 01 --absent "$T/no-such-proof"
+usage_error "cannot open $T/no-such.ops" apply "$D" "$T/no-such.ops"
 [ -e "$T/new" ] && bad "a rejected command line created $T/new" || ok
 # "--" ends the options: a key that looks like an option.
 "$Q" put "$D" --str -- --weird-- value > /dev/null || bad "put after --"
