@@ -66,11 +66,18 @@ cmd_prove(const cli_cmd *cmd, cli_args *a)
                                   "--json (hex)");
         goto out;
     }
-    FILE *f = path ? fopen(path, "wb") : a->json ? NULL : stdout;
-    if ((path || !a->json) &&
-        (!f || fwrite(proof, 1, len, f) != len || (path ? fclose(f) : fflush(f)) != 0)) {
-        rc = cli_error(CLI_DB, "cannot write %s: %s", path ? path : "stdout", strerror(errno));
-        goto out;
+    if (path || !a->json) {
+        FILE *f = path ? fopen(path, "wb") : stdout;
+        bool good = f && fwrite(proof, 1, len, f) == len;
+        int err = errno;
+        if (f && (path ? fclose(f) : fflush(f)) != 0 && good) {
+            good = false;
+            err = errno;
+        }
+        if (!good) {
+            rc = cli_error(CLI_DB, "cannot write %s: %s", path ? path : "stdout", strerror(err));
+            goto out;
+        }
     }
     if (a->json) {
         cli_json_w w;

@@ -250,6 +250,13 @@ expect_eq "$(jq_py "$T/out" '"%s proof: height %d, shard %d, %d bytes" % (d["kin
   "$(cat "$T/plain")" "prove --json agrees with the summary line"
 expect_eq "$(jq_py "$T/out" 'd["shard"] == int(d["key_hash"][0], 16), d["format_version"], d["deactivated"]')" \
   "(True, 1, False)" "prove --json: shard from the key hash"
+if [ -w /dev/full ]; then
+  for out in "-o /dev/full" "--output=/dev/full --json"; do
+    run prove "$D" alice --key-str $out
+    expect_rc $rc 3 "prove $out"
+    grep -q "cannot write /dev/full: No space left on device" "$T/err" && ok || bad "prove $out: $(cat "$T/err")"
+  done
+fi
 json_ok "prove --json -o" prove "$D" nobody --str --json -o "$T/pn"
 expect_eq "$(jq_py "$T/out" 'd["kind"], d["file"]')" "('exclusion', '$T/pn')" "prove --json: exclusion, file"
 # verify
