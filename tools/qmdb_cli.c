@@ -1,832 +1,257 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * qmdb_cli.c -- the `qmdb` command-line tool. Uses the public API (qmdb.h) only.
- *
- *   qmdb init DIR [--compact-thres N] [--utilization R/D] [--history-blocks N]
- *                 [--entry-segment-bytes N]
- *   qmdb apply DIR SCRIPT        (SCRIPT may be - for stdin; prints "<height> <root>" per commit)
- *   qmdb root DIR [--height H]   (prints "<height> <root>")
- *   qmdb get DIR KEY [--str]     (prints the value in hex; exit 1 and "not found" if absent)
- *   qmdb stat DIR
- *   qmdb check DIR               (full offline check, qmdb_check(): prints each problem with its
- *                                 file and offset; exit 3 if there is any)
- *   qmdb prove DIR KEY [--height H] [-o FILE] [--str]
- *                                (writes a proof of KEY's value or absence; docs/PROOFS.md)
- *   qmdb verify --root HEX --key KEY [--value VAL | --absent] [--height H] [--str] FILE
- *                                (prints "valid", or "invalid: <reason>" and exits 4)
- *
- * Exit codes: 0 success; 1 not found; 2 usage error or bad input; 3 database or I/O error;
- * 4 proof does not verify. A hybrid-indexer checkpoint that could not be written at close
- * (QMDB_NO_CHECKPOINT) is a warning on stderr, not a failure: every printed height is durable.
- * Keys and values on the command line are hex (optionally 0x-prefixed); --str takes text.
- * Numbers (heights, N, R/D) are unsigned decimal: digits only, no blanks or sign, 64 bits.
+ * qmdb_cli.c -- main of the `qmdb` command-line tool: the global options, the table of
+ * subcommands with every help text, dispatch, `qmdb help`, --version, and the JSON error
+ * object of a failed --json run. The other files of the tool are listed in cli.h; its manual
+ * (subcommands, options, exit codes, JSON schemas) is docs/qmdb-cli.md. Uses the public API
+ * (qmdb.h) only. Single-threaded.
  */
-#include <errno.h>
-#include <inttypes.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "qmdb.h"
-#include "script.h"
+#include "cli.h"
 
-enum { EXIT_NOTFOUND = 1, EXIT_USAGE = 2, EXIT_DB = 3 };
+const char *cli_name = "qmdb";
+uint32_t cli_indexer = QMDB_INDEXER_MEMORY;
+bool cli_salvage;
+bool cli_json;
+bool cli_json_printed;
+bool cli_stderr_line_open;
 
-static void
-usage(void)
+static const char tool_help[] =
+    "usage: qmdb [GLOBAL OPTIONS] COMMAND [OPTIONS] ARGS...\n"
+    "A verifiable key-value store: every committed block has a Merkle state root.\n"
+    "\n"
+    "Commands:\n"
+    "  init DIR             create an empty database (height 0)\n"
+    "  apply DIR SCRIPT     apply an op script ('-': stdin); \"<height> <root>\" per commit\n"
+    "  put DIR KEY VALUE    commit one put as the next height; prints \"<height> <root>\"\n"
+    "  del DIR KEY          commit one delete as the next height; prints \"<height> <root>\"\n"
+    "  root DIR             print \"<height> <root>\" of the latest (or --height H) block\n"
+    "  get DIR KEY          print KEY's value\n"
+    "  stat DIR             entries, DRAM and SSD bytes per live entry, parameters\n"
+    "  check DIR            full offline check of every file\n"
+    "  prove DIR KEY        write a proof of KEY's value or absence\n"
+    "  verify FILE          check a proof against a trusted state root\n"
+    "  help [COMMAND]       this help, or the help of COMMAND\n"
+    "\n"
+    "Global options (before or after the command):\n"
+    "  --indexer memory|hybrid\n"
+    "                       the indexer of every open (default memory); roots never depend on it\n"
+    "  --salvage            open although one META slot is damaged, at the older height; a\n"
+    "                       writing command then repairs the slot (blocks after it are lost)\n"
+    "  -h, --help           this help ('qmdb COMMAND --help' for a command's)\n"
+    "  --json               JSON output, for the commands that have it (also after them)\n"
+    "  --version            the library version and the on-disk format version\n"
+    "\n"
+    "Options and arguments mix in any order; long options are written in full, as --name VALUE\n"
+    "or --name=VALUE; '--' ends the options. Keys and values are hex (optionally 0x-prefixed)\n"
+    "unless --str, --key-str or --value-str says text. Numbers are unsigned decimal: digits\n"
+    "only, no blanks, sign or 0x, below 2^64.\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  success\n"
+    "  1  not found: a key, a height above the latest, pruned history\n"
+    "  2  usage error or bad input (also: no database in DIR, or one already there)\n"
+    "  3  database or I/O error: corruption, a failed check, a script that cannot be read\n"
+    "  4  the proof does not verify\n"
+    "  5  busy: another process has the database open (a writer excludes everyone else,\n"
+    "     a reader excludes writers)\n"
+    "With --json, a failure also prints {\"error\": MESSAGE, \"code\": EXIT, \"kind\": NAME}\n"
+    "on stdout. Manual: docs/qmdb-cli.md.\n";
+
+static const cli_cmd tool = {
+    .name = "qmdb",
+    .args = "COMMAND",
+    .summary = "",
+    .help = tool_help,
+    .example = "",
+    .opts = CLI_OPTS_COMMON | CLI_OPT(OPT_VERSION) | CLI_OPT(OPT_JSON),
+    .min_pos = 0,
+    .max_pos = 0,
+    .stop_at_command = true,
+};
+
+static const cli_cmd commands[] = {
+    {"init", "DIR", "Creates an empty database (height 0) in DIR (made if missing).",
+     "The creation options are stored with the database and change its roots:\n"
+     "  --compact-thres N        a shard is compacted once it has N live entries or more\n"
+     "                           and its utilization is at most R/D (default 20000000)\n"
+     "  --utilization R/D        1 <= R <= D (default 7/10)\n"
+     "  --history-blocks N       blocks of history kept for historical proofs (default 100000)\n"
+     "  --entry-segment-bytes N  size of one entry-file segment: a multiple of 4096, at least\n"
+     "                           65536 (default 1073741824)\n"
+     "Prints nothing. Exit 2 if DIR already holds a database.\n",
+     "  qmdb init /var/lib/qmdb --history-blocks 1000\n",
+     CLI_OPTS_COMMON | CLI_OPT(OPT_COMPACT_THRES) | CLI_OPT(OPT_UTILIZATION) |
+         CLI_OPT(OPT_HISTORY_BLOCKS) | CLI_OPT(OPT_ENTRY_SEGMENT_BYTES),
+     1, 1, cmd_init, false},
+    {"apply", "DIR SCRIPT",
+     "Applies the op script SCRIPT ('-': stdin) block by block; prints \"<height> <root>\" on\n"
+     "stdout as each block is durable.",
+     "Script lines: 'block H', 'tx', 'put KEYHEX VALHEX', 'del KEYHEX', 'commit', '#' comments.\n"
+     "A bad line is reported with its line number and nothing of its block is committed.\n"
+     "  --progress   blocks and ops per second on stderr, about once a second, and a\n"
+     "               summary at the end (the default when stderr is a terminal)\n"
+     "  --quiet      no progress, even on a terminal\n",
+     "  qmdb apply /var/lib/qmdb blocks.ops --progress\n"
+     "  printf 'block 1\\nput 616c696365 08\\ncommit\\n' | qmdb apply /var/lib/qmdb -\n",
+     CLI_OPTS_COMMON | CLI_OPT(OPT_PROGRESS) | CLI_OPT(OPT_QUIET), 2, 2, cmd_apply, false},
+    {"put", "DIR KEY VALUE",
+     "Commits one block, the next height, that puts VALUE under KEY; prints\n"
+     "\"<height> <root>\".",
+     "  --str        KEY and VALUE are text (default: hex, optionally 0x-prefixed)\n"
+     "  --hex        KEY and VALUE are hex (the default)\n"
+     "  --key-str    KEY is text\n"
+     "  --value-str  VALUE is text\n"
+     "  --json       {\"height\": H, \"root\": HEX}\n",
+     "  qmdb put /var/lib/qmdb alice 'hello world' --str\n",
+     CLI_OPTS_COMMON | CLI_OPTS_KV | CLI_OPT(OPT_JSON), 3, 3, cmd_put, false},
+    {"del", "DIR KEY",
+     "Commits one block, the next height, that deletes KEY; prints \"<height> <root>\".\n"
+     "If KEY has no value, nothing is committed and the exit code is 1.",
+     "  --str, --key-str  KEY is text (default: hex, optionally 0x-prefixed)\n"
+     "  --hex             KEY is hex (the default)\n"
+     "  --json            {\"height\": H, \"root\": HEX}\n",
+     "  qmdb del /var/lib/qmdb alice --str\n",
+     CLI_OPTS_COMMON | CLI_OPTS_KEY | CLI_OPT(OPT_JSON), 2, 2, cmd_del, false},
+    {"root", "DIR", "Prints \"<height> <root>\": the state root of the latest committed block.",
+     "  --height H   the root of block H instead (exit 1 if H is above the latest)\n"
+     "  --json       {\"height\": H, \"root\": HEX}\n",
+     "  qmdb root /var/lib/qmdb --height 2\n",
+     CLI_OPTS_COMMON | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_JSON), 1, 1, cmd_root, false},
+    {"get", "DIR KEY",
+     "Prints the value of KEY in hex; exit 1 and \"not found\" on stderr if it has none.",
+     "  --str        KEY is text, and the value is printed as it is (raw bytes, then a newline)\n"
+     "  --hex        KEY is hex and the value is printed in hex (the default)\n"
+     "  --key-str    KEY is text (the value stays hex)\n"
+     "  --value-str  the value is printed as it is\n"
+     "  --json       {\"key\": HEX, \"value\": HEX, \"length\": N}\n",
+     "  qmdb get /var/lib/qmdb alice --key-str\n",
+     CLI_OPTS_COMMON | CLI_OPTS_KV | CLI_OPT(OPT_JSON), 2, 2, cmd_get, false},
+    {"stat", "DIR",
+     "Prints the height, live and total entries, pruned twigs, DRAM and SSD bytes per live\n"
+     "entry (n/a without live entries), the indexer and the creation parameters.",
+     "  --json       one object; per-entry figures are numbers, or null without live entries\n",
+     "  qmdb stat /var/lib/qmdb --json\n", CLI_OPTS_COMMON | CLI_OPT(OPT_JSON), 1, 1, cmd_stat,
+     false},
+    {"check", "DIR",
+     "Checks every file of the database offline: both META slots, every unpruned entry and\n"
+     "root, ROOTS, the index. Prints \"ok: ...\" (exit 0), or each problem with its file and\n"
+     "offset and \"FAILED: ...\" (exit 3).",
+     "  --json       {\"ok\": BOOL, \"problem_count\": N, \"problems\": [TEXT...], ...}\n",
+     "  qmdb check /var/lib/qmdb\n", CLI_OPTS_COMMON | CLI_OPT(OPT_JSON), 1, 1, cmd_check,
+     false},
+    {"prove", "DIR KEY",
+     "Writes a proof of KEY's value (inclusion) or absence (exclusion) at the latest height,\n"
+     "or at --height H, against the latest root; a summary line goes to stdout with -o, else\n"
+     "to stderr. docs/PROOFS.md describes the proof.",
+     "  -o, --output FILE  write the proof to FILE (default: stdout, not a terminal)\n"
+     "  --height H         the proof is about block H (history)\n"
+     "  --str, --key-str   KEY is text (default: hex)\n"
+     "  --hex              KEY is hex (the default)\n"
+     "  --json             the proof's header, and the proof in hex, as one object on stdout\n",
+     "  qmdb prove /var/lib/qmdb alice --str -o alice.proof\n",
+     CLI_OPTS_COMMON | CLI_OPTS_KEY | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_OUTPUT) |
+         CLI_OPT(OPT_JSON),
+     2, 2, cmd_prove, false},
+    {"verify", "--root HEX --key KEY (--value VALUE | --absent) FILE",
+     "Checks the proof in FILE ('-': stdin) against the trusted state root: prints \"valid\",\n"
+     "or \"invalid: <reason>\" and exits 4.",
+     "  --root HEX        the trusted root: 64 hex digits, or \"<height> <root>\" as qmdb root\n"
+     "                    prints it\n"
+     "  --key KEY         the key the proof is about\n"
+     "  --value VALUE     claim: KEY has this value\n"
+     "  --absent          claim: KEY has no value\n"
+     "  --height H        claim: ... at block H (default: at the root's height)\n"
+     "  --str             KEY and VALUE are text (default: hex); --key-str, --value-str: one\n"
+     "  --hex             KEY and VALUE are hex (the default)\n"
+     "  --json            {\"valid\": BOOL, ...}\n",
+     "  qmdb verify --root \"$(qmdb root /var/lib/qmdb)\" --key alice --value 08 --key-str \\\n"
+     "      alice.proof\n",
+     CLI_OPTS_COMMON | CLI_OPTS_KV | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_ROOT) | CLI_OPT(OPT_KEY) |
+         CLI_OPT(OPT_VALUE) | CLI_OPT(OPT_ABSENT) | CLI_OPT(OPT_JSON),
+     1, 1, cmd_verify, false},
+    {"help", "[COMMAND]", "Prints the help of the tool, or of COMMAND, on stdout.", "",
+     "  qmdb help prove\n", CLI_OPTS_COMMON, 0, 1, cmd_help, false},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const cli_cmd *
+find_command(const char *name)
 {
-    fprintf(stderr,
-            "usage: qmdb [--indexer memory|hybrid] [--salvage] COMMAND ...\n"
-            "  (--salvage: open although one META slot is damaged, at the older height; a\n"
-            "   writing command then repairs the slot. Blocks after that height are lost.)\n"
-            "  qmdb init DIR [--compact-thres N] [--utilization R/D] [--history-blocks N]\n"
-            "                [--entry-segment-bytes N]\n"
-            "  qmdb apply DIR SCRIPT\n"
-            "  qmdb root DIR [--height H]\n"
-            "  qmdb get DIR KEY [--str]\n"
-            "  qmdb stat DIR\n"
-            "  qmdb check DIR\n"
-            "  qmdb prove DIR KEY [--height H] [-o FILE] [--str]\n"
-            "  qmdb verify --root HEX --key KEY [--value VAL | --absent] [--height H]\n"
-            "              [--str] FILE\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
 }
 
-static int
-db_fail(const char *what, int rc, qmdb_db *db)
+void
+cli_print_version(void)
 {
-    const char *detail = db ? qmdb_last_error(db) : qmdb_open_error();
-    fprintf(stderr, "qmdb: %s: %s%s%s\n", what, qmdb_strerror(rc), detail && *detail ? ": " : "",
-            detail ? detail : "");
-    return rc == QMDB_NOTFOUND ? EXIT_NOTFOUND
-           : (rc == QMDB_INVALID || rc == QMDB_BAD_HEIGHT || rc == QMDB_EXISTS ||
-              rc == QMDB_NOTADB)
-               ? EXIT_USAGE
-               : EXIT_DB;
+    printf("qmdb %s (on-disk format %d, proof format %d)\n", qmdb_version(), QMDB_FORMAT_VERSION,
+           QMDB_PROOF_FORMAT_VERSION);
 }
 
-static int
-hexval(int c)
+int
+cmd_help(const cli_cmd *cmd, cli_args *a)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Decodes hex of length n into out (n/2 bytes). Returns the byte count or -1. */
-static long
-unhex(const char *s, size_t n, unsigned char *out)
-{
-    if (n % 2)
-        return -1;
-    for (size_t i = 0; i < n; i += 2) {
-        int a = hexval(s[i]), b = hexval(s[i + 1]);
-        if (a < 0 || b < 0)
-            return -1;
-        out[i / 2] = (unsigned char)(a * 16 + b);
+    (void)cmd;
+    if (a->npos == 0) {
+        cli_print_help(&tool, stdout);
+        return 0;
     }
-    return (long)(n / 2);
+    const cli_cmd *c = find_command(a->pos[0]);
+    if (!c)
+        return cli_error(CLI_USAGE, "unknown command '%s' (qmdb --help lists them)", a->pos[0]);
+    cli_print_help(c, stdout);
+    return 0;
 }
 
-static void
-print_hex(const unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        printf("%02x", p[i]);
-}
-
-/* A number argument of option `opt`: digits only (script_parse_u64), at most max. Prints
- * why and returns false otherwise. */
+/* --json anywhere before "--": known before parsing, so that even a usage error of this run
+ * gets its JSON error object. */
 static bool
-arg_u64(const char *cmd, const char *opt, const char *s, uint64_t max, uint64_t *out)
+wants_json(const cli_cmd *c, int argc, char **argv)
 {
-    uint64_t v;
-    if (!s) {
-        fprintf(stderr, "qmdb %s: %s needs a value\n", cmd, opt);
+    if (!(c->opts & CLI_OPT(OPT_JSON)))
         return false;
-    }
-    if (!script_parse_u64(s, strlen(s), &v)) {
-        fprintf(stderr,
-                "qmdb %s: %s wants an unsigned decimal number (digits only, below 2^64), got "
-                "'%s'\n",
-                cmd, opt, s);
-        return false;
-    }
-    if (v > max) {
-        fprintf(stderr, "qmdb %s: %s %s is too large (at most %" PRIu64 ")\n", cmd, opt, s, max);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-/* A block height (UINT64_MAX means "latest" in the API, so it is no height). */
-static bool
-arg_height(const char *cmd, const char *s, uint64_t *out)
-{
-    return arg_u64(cmd, "--height", s, UINT64_MAX - 1, out);
-}
-
-/* --utilization R/D: the engine compacts a shard once live/total <= R/D; a ratio above 1
- * would mean the same as 1/1, so only 1 <= R <= D (both 32-bit) is accepted. */
-static bool
-arg_utilization(const char *s, uint32_t *ratio, uint32_t *div)
-{
-    if (!s) {
-        fprintf(stderr, "qmdb init: --utilization needs a value\n");
-        return false;
-    }
-    const char *slash = strchr(s, '/');
-    uint64_t r, d;
-    if (!slash || !script_parse_u64(s, (size_t)(slash - s), &r) ||
-        !script_parse_u64(slash + 1, strlen(slash + 1), &d) || r == 0 || r > d || d > UINT32_MAX) {
-        fprintf(stderr,
-                "qmdb init: --utilization wants R/D, unsigned decimal numbers with "
-                "1 <= R <= D <= %" PRIu32 ", got '%s'\n",
-                UINT32_MAX, s);
-        return false;
-    }
-    *ratio = (uint32_t)r;
-    *div = (uint32_t)d;
-    return true;
-}
-
-/* Closes db. QMDB_NO_CHECKPOINT (a writer's close could not write the hybrid index
- * checkpoint) is a warning, not a failure: every committed block is durable. Returns 0 or
- * the exit code of another error. */
-static int
-close_db(const char *cmd, qmdb_db *db)
-{
-    int rc = qmdb_close(db);
-    if (rc == QMDB_NO_CHECKPOINT) {
-        fprintf(stderr,
-                "qmdb %s: warning: the index checkpoint was not written (%s); every committed "
-                "block is durable, and the next open rebuilds the index from the log\n",
-                cmd, *qmdb_open_error() ? qmdb_open_error() : "unknown cause");
-        return 0;
-    }
-    return rc ? db_fail("close", rc, NULL) : 0;
-}
-
-/* --indexer memory|hybrid (before the command): the indexer of every open. */
-static uint32_t g_indexer = QMDB_INDEXER_MEMORY;
-/* --salvage (before the command): open although a META slot is damaged (QMDB_OPEN_SALVAGE). */
-static bool g_salvage;
-
-static int
-open_db(const char *dir, uint32_t flags, qmdb_db **db)
-{
-    qmdb_options o;
-    qmdb_options_init(&o);
-    o.flags = flags | (g_salvage ? QMDB_OPEN_SALVAGE : 0);
-    o.indexer = g_indexer;
-    /* A read-only command with the hybrid indexer resumes it from the checkpoint the last
-     * writer left (a verifying read-only open would rebuild it in DRAM instead). */
-    if (g_indexer == QMDB_INDEXER_HYBRID && (flags & QMDB_OPEN_RDONLY))
-        o.flags |= QMDB_OPEN_FAST;
-    int rc = qmdb_open(dir, &o, db);
-    if (rc)
-        return db_fail(dir, rc, NULL);
-    return 0;
-}
-
-static int
-cmd_init(int argc, char **argv)
-{
-    if (argc < 1) {
-        usage();
-        return EXIT_USAGE;
-    }
-    qmdb_options o;
-    qmdb_options_init(&o);
-    o.indexer = g_indexer;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool good;
-        if (strcmp(a, "--compact-thres") == 0) {
-            good = arg_u64("init", a, v, UINT64_MAX, &o.compact_thres);
-        } else if (strcmp(a, "--history-blocks") == 0) {
-            good = arg_u64("init", a, v, UINT64_MAX, &o.history_blocks);
-        } else if (strcmp(a, "--entry-segment-bytes") == 0) {
-            good = arg_u64("init", a, v, UINT64_MAX, &o.entry_segment_bytes);
-        } else if (strcmp(a, "--utilization") == 0) {
-            good = arg_utilization(v, &o.utilization_ratio, &o.utilization_div);
-        } else {
-            fprintf(stderr, "qmdb init: unknown option '%s'\n", a);
-            return EXIT_USAGE;
-        }
-        if (!good)
-            return EXIT_USAGE;
-        i++;
-    }
-    int rc = qmdb_create(argv[0], &o);
-    if (rc)
-        return db_fail(argv[0], rc, NULL);
-    return 0;
-}
-
-/* Script state (FORMAT.md §8). Lines are parsed by script_parse_line (tools/script.c). */
-typedef struct script {
-    const char *name;
-    unsigned long line;
-    qmdb_db *db;
-    qmdb_batch *batch;
-    bool in_block;
-    uint64_t height;
-    script_cmd cmd;
-} script;
-
-static int
-script_error(script *sc, const char *msg, const char *tok)
-{
-    fprintf(stderr, "qmdb apply: %s:%lu: %s%s%s%s\n", sc->name, sc->line, msg, tok ? " '" : "",
-            tok ? tok : "", tok ? "'" : "");
-    if (sc->in_block)
-        fprintf(stderr, "qmdb apply: block %" PRIu64 " was not committed\n", sc->height);
-    return EXIT_USAGE;
-}
-
-static int
-script_line(script *sc, const char *line, size_t len)
-{
-    script_cmd *c = &sc->cmd;
-    if (script_parse_line(line, len, c) != 0)
-        return script_error(sc, c->err, NULL);
-    if (c->kind == SCRIPT_NONE)
-        return 0;
-    if (c->kind == SCRIPT_BLOCK) {
-        if (sc->in_block)
-            return script_error(sc, "'block' inside an uncommitted block", NULL);
-        uint64_t want = qmdb_height(sc->db) + 1;
-        if (c->height != want) {
-            fprintf(stderr, "qmdb apply: %s:%lu: block height %" PRIu64
-                    " is not last committed height + 1 (%" PRIu64 ")\n",
-                    sc->name, sc->line, c->height, want);
-            return EXIT_USAGE;
-        }
-        sc->in_block = true;
-        sc->height = c->height;
-        qmdb_batch_reset(sc->batch);
-        return 0;
-    }
-    if (!sc->in_block) {
-        static const char *const names[] = {"", "block", "tx", "put", "del", "commit"};
-        return script_error(sc, "operation outside a block:", names[c->kind]);
-    }
-    int rc = 0;
-    switch (c->kind) {
-    case SCRIPT_TX:
-        rc = qmdb_batch_tx(sc->batch);
-        break;
-    case SCRIPT_PUT:
-        rc = qmdb_batch_put(sc->batch, c->key, c->klen, c->val, c->vlen);
-        break;
-    case SCRIPT_DEL:
-        rc = qmdb_batch_del(sc->batch, c->key, c->klen);
-        break;
-    case SCRIPT_COMMIT: {
-        unsigned char root[32];
-        rc = qmdb_commit(sc->db, sc->height, sc->batch, root);
-        if (rc)
-            return db_fail("commit", rc, sc->db);
-        sc->in_block = false;
-        printf("%" PRIu64 " ", sc->height);
-        print_hex(root, 32);
-        printf("\n");
-        fflush(stdout);
-        return 0;
-    }
-    default:
-        break;
-    }
-    if (rc)
-        return script_error(sc, qmdb_strerror(rc), NULL);
-    return 0;
-}
-
-static int
-cmd_apply(int argc, char **argv)
-{
-    if (argc != 2) {
-        usage();
-        return EXIT_USAGE;
-    }
-    FILE *in = strcmp(argv[1], "-") == 0 ? stdin : fopen(argv[1], "r");
-    if (!in) {
-        fprintf(stderr, "qmdb apply: cannot open %s: %s\n", argv[1], strerror(errno));
-        return EXIT_USAGE;
-    }
-    script sc = {0};
-    sc.name = argv[1];
-    int rc = open_db(argv[0], 0, &sc.db);
-    if (rc) {
-        if (in != stdin)
-            fclose(in);
-        return rc;
-    }
-    if (qmdb_batch_new(&sc.batch) != 0) {
-        fprintf(stderr, "qmdb apply: out of memory\n");
-        rc = EXIT_DB;
-        goto out;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    for (;;) {
-        errno = 0;
-        ssize_t n = getline(&line, &cap, in);
-        sc.line++;
-        if (n < 0) {
-            /* -1 is the end of the script only with the EOF flag set and no error: a read
-             * error (EIO, EISDIR) or a line too long for memory (ENOMEM) stops here. */
-            int err = errno;
-            if (feof(in) && !ferror(in))
-                break;
-            fprintf(stderr, "qmdb apply: %s:%lu: cannot read the script: %s\n", sc.name, sc.line,
-                    err ? strerror(err) : "read error");
-            if (sc.in_block)
-                fprintf(stderr, "qmdb apply: block %" PRIu64 " was not committed\n", sc.height);
-            rc = EXIT_DB;
-            break;
-        }
-        rc = script_line(&sc, line, (size_t)n);
-        if (rc)
-            break;
-    }
-    free(line);
-    if (!rc && sc.in_block) {
-        rc = script_error(&sc, "end of script inside a block (missing 'commit')", NULL);
-    }
-out:
-    if (in != stdin)
-        fclose(in);
-    qmdb_batch_free(sc.batch);
-    script_cmd_free(&sc.cmd);
-    int crc = close_db("apply", sc.db);
-    return rc ? rc : crc;
-}
-
-static int
-cmd_root(int argc, char **argv)
-{
-    uint64_t h = UINT64_MAX;
-    if (argc == 3 && strcmp(argv[1], "--height") == 0) {
-        if (!arg_height("root", argv[2], &h))
-            return EXIT_USAGE;
-    } else if (argc != 1) {
-        usage();
-        return EXIT_USAGE;
-    }
-    qmdb_db *db;
-    int rc = open_db(argv[0], QMDB_OPEN_RDONLY, &db);
-    if (rc)
-        return rc;
-    unsigned char root[32];
-    if (h == UINT64_MAX)
-        h = qmdb_height(db);
-    rc = qmdb_root(db, h, root);
-    if (rc) {
-        rc = db_fail("root", rc, db);
-    } else {
-        printf("%" PRIu64 " ", h);
-        print_hex(root, 32);
-        printf("\n");
-    }
-    close_db("root", db);
-    return rc;
-}
-
-static int
-cmd_get(int argc, char **argv)
-{
-    bool str = false;
-    if (argc == 3 && strcmp(argv[2], "--str") == 0)
-        str = true;
-    else if (argc != 2) {
-        usage();
-        return EXIT_USAGE;
-    }
-    unsigned char key[QMDB_MAX_KEY_LEN];
-    long kn;
-    const char *k = argv[1];
-    if (str) {
-        kn = (long)strlen(k);
-        if (kn == 0 || kn > QMDB_MAX_KEY_LEN) {
-            fprintf(stderr, "qmdb get: key must be 1..255 bytes\n");
-            return EXIT_USAGE;
-        }
-        memcpy(key, k, (size_t)kn);
-    } else {
-        if (k[0] == '0' && (k[1] == 'x' || k[1] == 'X'))
-            k += 2;
-        size_t n = strlen(k);
-        kn = (n == 0 || n > 2 * QMDB_MAX_KEY_LEN) ? -1 : unhex(k, n, key);
-        if (kn <= 0) {
-            fprintf(stderr, "qmdb get: key must be 1..255 bytes of even-length hex (or use --str)\n");
-            return EXIT_USAGE;
-        }
-    }
-    qmdb_db *db;
-    int rc = open_db(argv[0], QMDB_OPEN_RDONLY, &db);
-    if (rc)
-        return rc;
-    size_t vlen = 0;
-    unsigned char small[256];
-    rc = qmdb_get(db, key, (size_t)kn, small, sizeof(small), &vlen);
-    unsigned char *val = small;
-    if (rc == QMDB_BUFFER_TOO_SMALL) {
-        val = malloc(vlen);
-        rc = val ? qmdb_get(db, key, (size_t)kn, val, vlen, &vlen) : -ENOMEM;
-    }
-    if (rc == QMDB_NOTFOUND) {
-        printf("not found\n");
-        rc = EXIT_NOTFOUND;
-    } else if (rc) {
-        rc = db_fail("get", rc, db);
-    } else {
-        print_hex(val, vlen);
-        printf("\n");
-    }
-    if (val != small)
-        free(val);
-    close_db("get", db);
-    return rc;
-}
-
-/* bytes / live with two decimals, or "n/a" when there is no live entry. */
-static void
-per_entry(char out[32], uint64_t bytes, uint64_t live)
-{
-    if (live == 0)
-        snprintf(out, 32, "n/a");
-    else
-        snprintf(out, 32, "%.2f", (double)bytes / (double)live);
-}
-
-static int
-cmd_stat(int argc, char **argv, bool check)
-{
-    if (argc != 1) {
-        usage();
-        return EXIT_USAGE;
-    }
-    qmdb_db *db;
-    int rc = open_db(argv[0], QMDB_OPEN_RDONLY, &db);
-    if (rc)
-        return rc;
-    qmdb_stats st;
-    unsigned char root[32];
-    rc = qmdb_stat(db, &st);
-    if (!rc && check)
-        rc = qmdb_root(db, UINT64_MAX, root);
-    if (rc) {
-        rc = db_fail(check ? "check" : "stat", rc, db);
-        close_db(check ? "check" : "stat", db);
-        return rc;
-    }
-    if (check) {
-        printf("ok: height %" PRIu64 ", %" PRIu64 " entries verified, root ", st.height,
-               st.unpruned_entries);
-        print_hex(root, 32);
-        printf("\n");
-        close_db("check", db);
-        return 0;
-    }
-    /* Per-entry figures: "n/a" without live entries (the sentries' fixed cost over zero). */
-    uint64_t live = st.live_entries;
-    char dram[32], ix_dram[32], tree[32], ix_ssd[32], ssd[32], efiles[32], tfiles[32];
-    per_entry(dram, st.index_dram_bytes + st.tree_dram_bytes, live);
-    per_entry(ix_dram, st.index_dram_bytes, live);
-    per_entry(tree, st.tree_dram_bytes, live);
-    per_entry(ix_ssd, st.index_ssd_bytes, live);
-    per_entry(ssd, st.ssd_bytes, live);
-    per_entry(efiles, st.entry_file_bytes, live);
-    per_entry(tfiles, st.twig_file_bytes, live);
-    printf("height: %" PRIu64 "\n", st.height);
-    printf("live entries: %" PRIu64 " (plus %" PRIu64 " sentries)\n", st.live_entries,
-           st.live_with_sentries - st.live_entries);
-    printf("total entries: %" PRIu64 " (unpruned: %" PRIu64 ", pruned twigs: %" PRIu64 ")\n",
-           st.total_entries, st.unpruned_entries, st.pruned_twigs);
-    printf("dram bytes per live entry: %s (indexer %s, tree %s; total %" PRIu64 " bytes)\n", dram,
-           ix_dram, tree, st.index_dram_bytes + st.tree_dram_bytes);
-    printf("dram of per-block buffers: %" PRIu64 " bytes (warm caches, pre-images)\n",
-           st.cache_dram_bytes);
-    if (st.indexer == QMDB_INDEXER_HYBRID)
-        printf("indexer: hybrid; dram %s and ssd %s bytes per live entry (run files %" PRIu64
-               " bytes); resumed from its checkpoint in %u of 16 shards\n",
-               ix_dram, ix_ssd, st.index_ssd_bytes, st.index_resumed_shards);
-    else
-        printf("indexer: memory; dram %s bytes per live entry%s\n", ix_dram,
-               g_indexer == QMDB_INDEXER_HYBRID ? " (hybrid asked for, but a read-only open "
-                                                  "without a valid checkpoint indexes in DRAM)"
-                                                : "");
-    printf("ssd bytes per live entry: %s (entry files %s, twig files %s, index runs %s; "
-           "total %" PRIu64 " bytes)\n",
-           ssd, efiles, tfiles, ix_ssd, st.ssd_bytes);
-    printf("parameters: compact_thres %" PRIu64 ", utilization %u/%u, history_blocks %" PRIu64
-           "\n",
-           st.compact_thres, st.utilization_ratio, st.utilization_div, st.history_blocks);
-    printf("batched reads: %s\n", st.io_uring ? "io_uring"
-                                              : "pread thread pool (io_uring unavailable here, "
-                                                "or QMDB_NO_URING=1)");
-    close_db("stat", db);
-    return 0;
-}
-
-/* ---- Proofs: qmdb prove / qmdb verify (docs/PROOFS.md) --------------------------------- */
-
-#define EXIT_BAD_PROOF 4
-
-/* Key or value from the command line: hex (optional 0x) or, with str, the text itself.
- * Returns a malloc'd buffer (caller frees) or NULL after printing an error. */
-static unsigned char *
-proof_arg_bytes(const char *cmd, const char *what, const char *s, bool str, size_t max,
-                size_t *len)
-{
-    size_t n = strlen(s);
-    unsigned char *out = NULL;
-    if (str) {
-        out = malloc(n ? n : 1);
-        if (out)
-            memcpy(out, s, n);
-        *len = n;
-    } else {
-        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-            s += 2;
-            n -= 2;
-        }
-        out = malloc(n / 2 + 1);
-        long got = out ? unhex(s, n, out) : -1;
-        if (got < 0) {
-            fprintf(stderr, "qmdb %s: %s must be even-length hex (or use --str)\n", cmd, what);
-            free(out);
-            return NULL;
-        }
-        *len = (size_t)got;
-    }
-    if (!out || *len == 0 || *len > max) {
-        fprintf(stderr, "qmdb %s: %s must be 1..%zu bytes\n", cmd, what, max);
-        free(out);
-        return NULL;
-    }
-    return out;
-}
-
-static int
-cmd_prove(int argc, char **argv)
-{
-    const char *dir = NULL, *keyarg = NULL, *outpath = NULL;
-    uint64_t height = UINT64_MAX;
-    bool str = false;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--height") == 0 && i + 1 < argc) {
-            if (!arg_height("prove", argv[++i], &height))
-                return EXIT_USAGE;
-        } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
-            outpath = argv[++i];
-        } else if (strcmp(argv[i], "--str") == 0) {
-            str = true;
-        } else if (!dir) {
-            dir = argv[i];
-        } else if (!keyarg) {
-            keyarg = argv[i];
-        } else {
-            usage();
-            return EXIT_USAGE;
-        }
-    }
-    if (!dir || !keyarg) {
-        usage();
-        return EXIT_USAGE;
-    }
-    size_t klen;
-    unsigned char *key = proof_arg_bytes("prove", "KEY", keyarg, str, QMDB_MAX_KEY_LEN, &klen);
-    if (!key)
-        return EXIT_USAGE;
-    qmdb_db *db;
-    int rc = open_db(dir, QMDB_OPEN_RDONLY | QMDB_OPEN_FAST, &db);
-    if (rc) {
-        free(key);
-        return rc;
-    }
-    uint8_t *proof = NULL;
-    size_t len = 0;
-    rc = qmdb_prove(db, key, klen, height, &proof, &len);
-    free(key);
-    if (rc) {
-        rc = db_fail("prove", rc, db);
-        close_db("prove", db);
-        return rc;
-    }
-    qmdb_proof_info info;
-    qmdb_proof_info_get(proof, len, &info);
-    FILE *f = outpath ? fopen(outpath, "wb") : stdout;
-    if (!f || fwrite(proof, 1, len, f) != len || (outpath && fclose(f) != 0)) {
-        fprintf(stderr, "qmdb prove: cannot write %s: %s\n", outpath ? outpath : "stdout",
-                strerror(errno));
-        rc = EXIT_DB;
-    } else {
-        fprintf(outpath ? stdout : stderr, "%s proof: height %" PRIu64 ", shard %u, %zu bytes%s\n",
-                info.absent ? "exclusion" : "inclusion", info.height, info.shard, len,
-                info.deactivated ? " (historical, through the deactivating entry)" : "");
-    }
-    if (!outpath)
-        fflush(stdout);
-    qmdb_proof_free(proof);
-    close_db("prove", db);
-    return rc;
-}
-
-static int
-cmd_verify(int argc, char **argv)
-{
-    const char *rootarg = NULL, *keyarg = NULL, *valarg = NULL, *file = NULL;
-    uint64_t height = UINT64_MAX;
-    bool str = false, absent = false;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--root") == 0 && v) {
-            rootarg = v;
-            i++;
-        } else if (strcmp(a, "--key") == 0 && v) {
-            keyarg = v;
-            i++;
-        } else if (strcmp(a, "--value") == 0 && v) {
-            valarg = v;
-            i++;
-        } else if (strcmp(a, "--height") == 0 && v) {
-            if (!arg_height("verify", v, &height))
-                return EXIT_USAGE;
-            i++;
-        } else if (strcmp(a, "--absent") == 0) {
-            absent = true;
-        } else if (strcmp(a, "--str") == 0) {
-            str = true;
-        } else if (!file) {
-            file = a;
-        } else {
-            usage();
-            return EXIT_USAGE;
-        }
-    }
-    if (!rootarg || !keyarg || !file || (absent == (valarg != NULL))) {
-        fprintf(stderr, "qmdb verify: needs --root, --key, exactly one of --value/--absent, "
-                        "and FILE\n");
-        return EXIT_USAGE;
-    }
-    /* The root: 64 hex digits; "H HEX" as printed by `qmdb root` is accepted too. */
-    const char *r = strrchr(rootarg, ' ');
-    r = r ? r + 1 : rootarg;
-    if (r[0] == '0' && (r[1] == 'x' || r[1] == 'X'))
-        r += 2;
-    unsigned char root[32];
-    if (strlen(r) != 64 || unhex(r, 64, root) != 32) {
-        fprintf(stderr, "qmdb verify: --root must be 64 hex digits\n");
-        return EXIT_USAGE;
-    }
-    size_t klen, vlen = 0;
-    unsigned char *key = proof_arg_bytes("verify", "--key", keyarg, str, QMDB_MAX_KEY_LEN, &klen);
-    if (!key)
-        return EXIT_USAGE;
-    unsigned char *val = NULL;
-    if (valarg) {
-        val = proof_arg_bytes("verify", "--value", valarg, str, QMDB_MAX_VALUE_LEN, &vlen);
-        if (!val) {
-            free(key);
-            return EXIT_USAGE;
-        }
-    }
-    FILE *f = strcmp(file, "-") == 0 ? stdin : fopen(file, "rb");
-    int rc = 0, err = f ? 0 : errno;
-    unsigned char *buf = NULL;
-    size_t len = 0, cap = 0;
-    while (f) {
-        if (len == cap) {
-            cap = cap ? 2 * cap : 4096;
-            unsigned char *nb = cap <= (64u << 20) ? realloc(buf, cap) : NULL;
-            if (!nb) {
-                err = cap <= (64u << 20) ? ENOMEM : EFBIG;
-                break;
-            }
-            buf = nb;
-        }
-        errno = 0;
-        size_t got = fread(buf + len, 1, cap - len, f);
-        if (got == 0) {
-            if (ferror(f)) /* EIO, EISDIR, ...: not the end of the proof */
-                err = errno ? errno : EIO;
-            break;
-        }
-        len += got;
-    }
-    if (err) {
-        fprintf(stderr, "qmdb verify: cannot %s %s: %s\n", f ? "read" : "open", file,
-                strerror(err));
-        rc = f && err != EFBIG ? EXIT_DB : EXIT_USAGE;
-    } else {
-        const char *why = NULL;
-        uint64_t ph = 0;
-        rc = qmdb_proof_verify(buf, len, root, key, klen, val, vlen, height, &ph, &why);
-        if (rc == 0) {
-            printf("valid\n");
-        } else {
-            printf("invalid: %s\n", why && *why ? why : qmdb_strerror(rc));
-            rc = rc == QMDB_INVALID ? EXIT_USAGE : EXIT_BAD_PROOF;
-        }
-    }
-    if (f && f != stdin)
-        fclose(f);
-    free(buf);
-    free(key);
-    free(val);
-    return rc;
-}
-
-/* ---- end of proofs ---------------------------------------------------------------------- */
-
-static void
-check_problem(void *arg, const char *problem)
-{
-    (void)arg;
-    printf("problem: %s\n", problem);
-}
-
-/* qmdb check DIR: the deep check of check.c; "ok: ..." and exit 0 only if nothing is wrong. */
-static int
-cmd_check(int argc, char **argv)
-{
-    if (argc != 1) {
-        usage();
-        return EXIT_USAGE;
-    }
-    uint64_t problems = 0;
-    int rc = qmdb_check(argv[0], check_problem, NULL, &problems);
-    if (rc == QMDB_CORRUPT) {
-        printf("FAILED: %" PRIu64 " problem%s in %s\n", problems, problems == 1 ? "" : "s",
-               argv[0]);
-        return EXIT_DB;
-    }
-    if (rc)
-        return db_fail(argv[0], rc, NULL);
-    return cmd_stat(argc, argv, true);
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0)
+            return true;
+    return false;
 }
 
 int
 main(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage();
-        return EXIT_USAGE;
+    cli_args a;
+    int rc = cli_parse(&tool, argc, argv, &a);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (a.next >= argc) {
+        cli_error(CLI_USAGE, "no command given");
+        fprintf(stderr, "usage: qmdb [OPTIONS] COMMAND [ARGS]  (qmdb --help for more)\n");
+        return CLI_USAGE;
     }
-    while (argc >= 2 && (strcmp(argv[1], "--indexer") == 0 || strcmp(argv[1], "--salvage") == 0)) {
-        if (strcmp(argv[1], "--salvage") == 0) {
-            g_salvage = true;
-            argc -= 1;
-            argv += 1;
-            continue;
-        }
-        if (argc < 3 || (strcmp(argv[2], "memory") != 0 && strcmp(argv[2], "hybrid") != 0)) {
-            fprintf(stderr, "qmdb: --indexer wants 'memory' or 'hybrid'\n");
-            return EXIT_USAGE;
-        }
-        g_indexer = strcmp(argv[2], "hybrid") == 0 ? QMDB_INDEXER_HYBRID : QMDB_INDEXER_MEMORY;
-        argc -= 2;
-        argv += 2;
-    }
-    if (argc < 2) {
-        usage();
-        return EXIT_USAGE;
-    }
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "--version") == 0) {
-        printf("qmdb %s (format %d)\n", qmdb_version(), QMDB_FORMAT_VERSION);
+    const cli_cmd *c = find_command(argv[a.next]);
+    if (!c)
+        return cli_error(CLI_USAGE, "unknown command '%s' (qmdb --help lists them)",
+                         argv[a.next]);
+    static char name[32];
+    snprintf(name, sizeof(name), "qmdb %s", c->name);
+    cli_name = name;
+    int cargc = argc - a.next;
+    char **cargv = argv + a.next;
+    if (a.json && !(c->opts & CLI_OPT(OPT_JSON)))
+        return cli_error(CLI_USAGE, "'%s' has no --json output", c->name);
+    cli_json = a.json || wants_json(c, cargc, cargv);
+    rc = cli_parse(c, cargc, cargv, &a);
+    if (rc < 0)
         return 0;
-    }
-    if (argc < 3) {
-        usage();
-        return EXIT_USAGE;
-    }
-    if (strcmp(cmd, "init") == 0)
-        return cmd_init(argc - 2, argv + 2);
-    if (strcmp(cmd, "apply") == 0)
-        return cmd_apply(argc - 2, argv + 2);
-    if (strcmp(cmd, "root") == 0)
-        return cmd_root(argc - 2, argv + 2);
-    if (strcmp(cmd, "get") == 0)
-        return cmd_get(argc - 2, argv + 2);
-    if (strcmp(cmd, "stat") == 0)
-        return cmd_stat(argc - 2, argv + 2, false);
-    if (strcmp(cmd, "check") == 0)
-        return cmd_check(argc - 2, argv + 2);
-    if (strcmp(cmd, "prove") == 0)
-        return cmd_prove(argc - 2, argv + 2);
-    if (strcmp(cmd, "verify") == 0)
-        return cmd_verify(argc - 2, argv + 2);
-    fprintf(stderr, "qmdb: unknown command '%s'\n", cmd);
-    usage();
-    return EXIT_USAGE;
+    if (rc == 0)
+        rc = c->run(c, &a);
+    if (rc && cli_json && !cli_json_printed)
+        json_error(cli_first_error(), rc);
+    return rc;
 }

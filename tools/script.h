@@ -5,7 +5,7 @@
  *
  * script_parse_line() is a pure function: one line of bytes in, one parsed command (or an error
  * message) out. It knows nothing about the database; block-height sequencing and the
- * "operation outside a block" rule stay with the caller (tools/qmdb_cli.c).
+ * "operation outside a block" rule stay with the caller (tools/cmd_write.c).
  *
  * Thread: any; a script_cmd is owned by one caller.
  */

@@ -55,9 +55,11 @@ done
 # get / root --height forms.
 d="$T/v0"
 expect_eq "$("$Q" get "$d" 0x626f62)" "07" "get hex with 0x"
-expect_eq "$("$Q" get "$d" alice --str)" "08" "get --str"
-out=$("$Q" get "$d" nobody --str); rc=$?
-expect_rc $rc 1 "get missing"; expect_eq "$out" "not found" "get missing output"
+expect_eq "$("$Q" get "$d" alice --key-str)" "08" "get --key-str (value in hex)"
+expect_eq "$("$Q" get "$d" alice --str | od -An -tx1 | tr -d ' ')" "080a" "get --str: raw value, newline"
+"$Q" get "$d" nobody --str > "$T/out" 2> "$T/err"; rc=$?
+expect_rc $rc 1 "get missing"; expect_eq "$(cat "$T/out")" "" "get missing: nothing on stdout"
+expect_eq "$(cat "$T/err")" "qmdb get: not found" "get missing: stderr"
 expect_eq "$("$Q" root "$d" --height 2)" "$(sed -n 2p "$V/example.expected")" "root --height"
 "$Q" root "$d" --height 99 > /dev/null 2>&1; expect_rc $? 1 "root above latest"
 "$Q" stat "$d" | grep -q "^dram bytes per live entry: " && ok || bad "stat output"
@@ -73,7 +75,7 @@ for ops in "$V"/example.ops; do
   out=$("$Q" --indexer hybrid stat "$h")
   echo "$out" | grep -q "^indexer: hybrid; dram .* resumed from its checkpoint in 16 of 16 shards" && ok ||
     bad "hybrid stat: $(echo "$out" | grep indexer)"
-  expect_eq "$("$Q" --indexer hybrid get "$h" alice --str)" "$("$Q" get "$h" alice --str)" "hybrid get"
+  expect_eq "$("$Q" --indexer hybrid get "$h" alice --key-str)" "$("$Q" get "$h" alice --key-str)" "hybrid get"
   "$Q" stat "$h" | grep -q "^indexer: memory" && ok || bad "stat without --indexer"
 done
 "$Q" --indexer fast stat "$d" > /dev/null 2>&1; expect_rc $? 2 "--indexer with a bad value"
