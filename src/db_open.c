@@ -387,6 +387,12 @@ qmdb_check(const char *dir, qmdb_check_fn fn, void *arg, uint64_t *problems)
     o.flags = QMDB_OPEN_RDONLY;
     qmdb_db *db = NULL;
     int rc = qmdb_open(dir, &o, &db);
+    if (rc == QMDB_BUSY || rc == QMDB_NOTADB || rc == QMDB_VERSION_MISMATCH ||
+        rc == QMDB_INVALID) {
+        if (problems)
+            *problems = n;
+        return rc; /* no answer about the files: not a problem found in them */
+    }
     if (rc) {
         char msg[768];
         snprintf(msg, sizeof(msg), "open: %s: %s", qmdb_strerror(rc), qmdb_open_error());
