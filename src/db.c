@@ -103,12 +103,15 @@ db_pool(qmdb_db *db, bool io)
 }
 
 static int
-db_pools_new(qmdb_db *db)
+db_pools_new(qmdb_db *db, const qmdb_options *o)
 {
+    int n = o->worker_threads;
     const char *env = getenv("QMDB_THREADS");
-    if (env && atoi(env) == 0)
+    if (n == QMDB_AUTO && env && *env)
+        n = QM_MAX(atoi(env), 0);
+    if (n == 0)
         return 0;
-    unsigned cpu = env ? (unsigned)QM_MIN(atoi(env), 15) : qm_pool_default_threads();
+    unsigned cpu = n > 0 ? (unsigned)QM_MIN(n, 15) : qm_pool_default_threads();
     QM_RET(qm_pool_new(cpu, &db->cpu_pool));
     return qm_pool_new(8, &db->io_pool);
 }
@@ -222,24 +225,44 @@ qmdb_options_init(qmdb_options *o)
     o->twig_segment_bytes = 128ull << 20;
     o->history_blocks = 100000;
     o->flags = 0;
-    o->indexer = QMDB_INDEXER_MEMORY;
+    o->indexer = QMDB_INDEXER_AUTO;
+    o->worker_threads = QMDB_AUTO;
+    o->pipeline = QMDB_AUTO;
+    o->io_uring = QMDB_AUTO;
+    o->hybrid_merge_changes = 0;
 }
 
-/* The indexer of this open: options->indexer, unless QMDB_INDEXER=memory|hybrid overrides
- * it (tests run the whole suite both ways); QMDB_HIX_MERGE sets the hybrid merge size. */
+/* The indexer of this open: options->indexer; when it is QMDB_INDEXER_AUTO,
+ * QMDB_INDEXER=memory|hybrid chooses (tests run the whole suite both ways). The hybrid
+ * merge size: options->hybrid_merge_changes, else QMDB_HIX_MERGE. */
 static int
 indexer_params(const qmdb_options *o, qm_params *par, qm_err *err)
 {
     const char *env = getenv("QMDB_INDEXER");
     u32 kind = o->indexer;
-    if (env && *env)
-        kind = strcmp(env, "hybrid") == 0 ? QMDB_INDEXER_HYBRID : QMDB_INDEXER_MEMORY;
+    if (kind == QMDB_INDEXER_AUTO)
+        kind = env && strcmp(env, "hybrid") == 0 ? QMDB_INDEXER_HYBRID : QMDB_INDEXER_MEMORY;
     if (kind != QMDB_INDEXER_MEMORY && kind != QMDB_INDEXER_HYBRID)
         return qm_err_set(err, QMDB_INVALID, "indexer must be QMDB_INDEXER_MEMORY or "
                           "QMDB_INDEXER_HYBRID");
     par->hybrid = kind == QMDB_INDEXER_HYBRID;
     const char *m = getenv("QMDB_HIX_MERGE");
-    par->hix_merge = m && *m ? strtoull(m, NULL, 10) : 0;
+    par->hix_merge = o->hybrid_merge_changes ? o->hybrid_merge_changes
+                     : m && *m                ? strtoull(m, NULL, 10)
+                                              : 0;
+    return 0;
+}
+
+/* The checks of the fields chosen at every open (create checks them too). */
+static int
+opt_check_open(const qmdb_options *o, qm_err *err)
+{
+    if (o->worker_threads < QMDB_AUTO || o->worker_threads > 15)
+        return qm_err_set(err, QMDB_INVALID, "worker_threads must be QMDB_AUTO or 0..15");
+    if (o->pipeline < QMDB_AUTO || o->pipeline > 1 || o->io_uring < QMDB_AUTO || o->io_uring > 1)
+        return qm_err_set(err, QMDB_INVALID, "pipeline and io_uring must be QMDB_AUTO, 0 or 1");
+    if (o->pipeline == 1 && (o->flags & QMDB_OPEN_NO_PIPELINE))
+        return qm_err_set(err, QMDB_INVALID, "pipeline = 1 contradicts QMDB_OPEN_NO_PIPELINE");
     return 0;
 }
 
@@ -257,7 +280,7 @@ opt_check(const qmdb_options *o, qm_err *err)
                           "entry_segment_bytes must be a multiple of 4096 and >= 65536");
     if (o->twig_segment_bytes == 0 || o->twig_segment_bytes % (128 * 1024))
         return qm_err_set(err, QMDB_INVALID, "twig_segment_bytes must be a multiple of 128 KiB");
-    return 0;
+    return opt_check_open(o, err);
 }
 
 static void
@@ -469,7 +492,7 @@ qmdb_create(const char *dir, const qmdb_options *opt)
     db->par.twig_seg = opt->twig_segment_bytes;
     QM_TRY(indexer_params(opt, &db->par, &db->err));
     QM_TRY(db_lock(db));
-    QM_TRY(db_pools_new(db));
+    QM_TRY(db_pools_new(db, opt));
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
         QM_TRY(qm_shard_create(&db->shard[s], s, dir, &db->par, &db->err));
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
@@ -503,6 +526,14 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
     }
     if (!dir || !*dir || opt->struct_size < sizeof(qmdb_options))
         return QMDB_INVALID;
+    {
+        qm_err oerr = {{0}};
+        int orc = opt_check_open(opt, &oerr);
+        if (orc) {
+            snprintf(open_error, sizeof(open_error), "%s", oerr.msg);
+            return orc;
+        }
+    }
     struct stat st;
     if (stat(dir, &st) < 0) {
         int e = errno;
@@ -530,7 +561,7 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
     db->par.twig_seg = db->meta.twig_seg;
     db->par.height = db->meta.height;
     QM_TRY(indexer_params(opt, &db->par, &db->err));
-    QM_TRY(db_pools_new(db));
+    QM_TRY(db_pools_new(db, opt));
     QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_open, db));
     u8 root[32];
     global_root(db->shard, root);
@@ -818,16 +849,19 @@ db_pipeline_start(qmdb_db *db, const qmdb_options *opt)
     /* Batched reads need the real file descriptors; a test I/O layer gets synchronous ones. */
     if (qm_io_get() == qm_io_posix()) {
         unsigned qd = opt->read_queue_depth ? opt->read_queue_depth : 64;
-        QM_RET(qm_rio_new(qd, (opt->flags & QMDB_OPEN_DIRECT_IO) != 0, &db->rio));
+        QM_RET(qm_rio_new(qd, (opt->flags & QMDB_OPEN_DIRECT_IO) != 0, opt->io_uring,
+                          &db->rio));
     }
     const char *env = getenv("QMDB_PIPELINE");
-    db->pipeline = !db->par.rdonly && !(opt->flags & QMDB_OPEN_NO_PIPELINE) &&
-                   !(env && atoi(env) == 0) && qm_io_get() == qm_io_posix();
+    bool on = opt->pipeline == QMDB_AUTO ? !(env && *env && atoi(env) == 0) : opt->pipeline == 1;
+    db->pipeline = !db->par.rdonly && !(opt->flags & QMDB_OPEN_NO_PIPELINE) && on &&
+                   qm_io_get() == qm_io_posix();
     if (!db->pipeline)
         return 0;
     int e = pthread_create(&db->flusher, NULL, flusher_main, db);
     if (e)
         return qm_err_set(&db->err, -e, "cannot start the flusher thread: %s", strerror(e));
+    pthread_setname_np(db->flusher, "qmdb-flush");
     db->flusher_on = true;
     return 0;
 }
@@ -945,7 +979,11 @@ qmdb_prune(qmdb_db *db)
 int
 qmdb_stat(qmdb_db *db, qmdb_stats *st)
 {
+    /* The caller's struct is at least this library's (qmdb.h, ABI): no byte past it. */
+    if (!st || st->struct_size < sizeof(qmdb_stats))
+        return QMDB_INVALID;
     memset(st, 0, sizeof(*st));
+    st->struct_size = sizeof(*st);
     if (db_fatal(db))
         return QMDB_PANIC;
     QM_RET(db_drain(db));

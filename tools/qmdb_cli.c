@@ -173,7 +173,7 @@ close_db(const char *cmd, qmdb_db *db)
 }
 
 /* --indexer memory|hybrid (before the command): the indexer of every open. */
-static uint32_t g_indexer = QMDB_INDEXER_MEMORY;
+static uint32_t g_indexer = QMDB_INDEXER_AUTO;
 /* --salvage (before the command): open although a META slot is damaged (QMDB_OPEN_SALVAGE). */
 static bool g_salvage;
 
@@ -477,7 +477,7 @@ cmd_stat(int argc, char **argv, bool check)
     int rc = open_db(argv[0], QMDB_OPEN_RDONLY, &db);
     if (rc)
         return rc;
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     unsigned char root[32];
     rc = qmdb_stat(db, &st);
     if (!rc && check)
@@ -621,7 +621,7 @@ cmd_prove(int argc, char **argv)
         close_db("prove", db);
         return rc;
     }
-    qmdb_proof_info info;
+    qmdb_proof_info info = QMDB_PROOF_INFO_INIT;
     qmdb_proof_info_get(proof, len, &info);
     FILE *f = outpath ? fopen(outpath, "wb") : stdout;
     if (!f || fwrite(proof, 1, len, f) != len || (outpath && fclose(f) != 0)) {

@@ -435,7 +435,7 @@ main(int argc, char **argv)
             for (size_t i = 0; i < NPHASES; i++)
                 printf("  %-45s %ld kills\n", PHASES[i].name, phase_kills[i]);
     }
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     {
         qmdb_db *db = open_db(0, NULL);
         REQUIRE(db);
