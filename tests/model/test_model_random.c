@@ -364,7 +364,6 @@ static void check_sample(run *r, unsigned n)
 static void check_stats(run *r)
 {
     qmdb_stats st = QMDB_STATS_INIT;
-    memset(&st, 0, sizeof st);
     ASSERT_OK(qmdb_stat(r->db, &st));
     uint64_t live = 0, total = 0;
     for (unsigned s = 0; s < RM_SHARDS; s++) {
