@@ -318,35 +318,71 @@ class Batch:
 
 # ---- the database ------------------------------------------------------------------------
 
+class _Use:
+    """A call in progress on a Db: holds the handle open (close waits for it) and, for the
+    calls C wants one at a time, the writer lock."""
+    __slots__ = ("db", "writer", "h")
+
+    def __init__(self, db, writer):
+        self.db, self.writer = db, writer
+
+    def __enter__(self):
+        db = self.db
+        with db._cv:
+            if db._db is None:
+                raise Closed("database")
+            db._users += 1
+            self.h = db._db
+        if self.writer:
+            db._wlock.acquire()
+        return self.h
+
+    def __exit__(self, *exc):
+        db = self.db
+        if self.writer:
+            db._wlock.release()
+        with db._cv:
+            db._users -= 1
+            if db._users == 0:
+                db._cv.notify_all()
+
+
 class Db:
-    """An open database. get/get_many/height/root may be called from any thread, also while
-    another thread commits; the other methods one thread at a time (as in C). close() waits
-    for no reader: do not close while other threads still use the handle."""
+    """An open database. get/get_many/get_committed/height/root may be called from any
+    thread, also while another thread commits; the other methods are serialized by the Db
+    (one at a time, as C requires). close() waits for the calls in progress; later calls
+    raise Closed."""
 
     def __init__(self, path, **options):
         o = _options(options)
         h = _vp()
         self._db = None
+        self._users = 0
+        self._cv = threading.Condition()
+        self._wlock = threading.Lock()
         rc = _open(os.fsencode(path), _c.byref(o), _c.byref(h))
         if rc:
             raise _error(rc, _open_error().decode(errors="replace"))
         self._db = h.value
-        self._lock = threading.Lock()
 
-    def _h(self):
-        db = self._db
-        if db is None:
-            raise Closed("database")
-        return db
+    def _read(self):
+        return _Use(self, False)
 
-    def _err(self, rc):
-        detail = _last_error(self._db).decode(errors="replace") if self._db else ""
-        return _error(rc, detail)
+    def _write(self):
+        return _Use(self, True)
+
+    @staticmethod
+    def _err(h, rc):
+        """The exception of a writer call (qmdb_last_error is read under the writer lock)."""
+        return _error(rc, _last_error(h).decode(errors="replace"))
 
     def close(self):
-        """Closes the handle (a second close does nothing). NoCheckpoint: every block is
-        durable, only the hybrid index checkpoint was not written."""
-        db, self._db = self._db, None
+        """Closes the handle (a second close does nothing); waits for calls in progress.
+        NoCheckpoint: every block is durable, only the hybrid index checkpoint was lost."""
+        with self._cv:
+            db, self._db = self._db, None
+            while self._users:
+                self._cv.wait()
         if db is not None:
             rc = _close(db)
             if rc:
@@ -370,31 +406,34 @@ class Db:
         return self._db is None
 
     def height(self):
-        return _height(self._h())
+        with self._read() as h:
+            return _height(h)
 
     def root(self, height=LATEST):
         """The 32-byte state root of height (default: the latest)."""
         out = _c.create_string_buffer(HASH_LEN)
-        rc = _root(self._h(), height, out)
+        with self._read() as h:
+            rc = _root(h, height, out)
         if rc:
-            raise self._err(rc)
+            raise _error(rc)
         return out.raw
 
     def _get(self, fn, key):
         k = _bytes(key, "key")
         cap = 256
-        while True:
-            buf = _c.create_string_buffer(cap)
-            vlen = _sz()
-            rc = fn(self._h(), k, len(k), buf, cap, _c.byref(vlen))
-            if rc == 0:
-                return buf.raw[:vlen.value]
-            if rc == NotFound.code:
-                return None
-            if rc == BufferTooSmall.code:
-                cap = vlen.value
-                continue
-            raise self._err(rc)
+        with self._read() as h:
+            while True:
+                buf = _c.create_string_buffer(cap)
+                vlen = _sz()
+                rc = fn(h, k, len(k), buf, cap, _c.byref(vlen))
+                if rc == 0:
+                    return buf.raw[:vlen.value]
+                if rc == NotFound.code:
+                    return None
+                if rc == BufferTooSmall.code:
+                    cap = vlen.value
+                    continue
+                raise _error(rc)
 
     def get(self, key):
         """The value of key after the latest committed or submitted block, or None."""
@@ -425,9 +464,10 @@ class Db:
             r.key, r.klen = base_k + off, len(k)
             r.buf, r.cap = base_v + i * cap, cap
             off += len(k)
-        rc = _get_many(self._h(), reads, n)
+        with self._read() as h:
+            rc = _get_many(h, reads, n)
         if rc:
-            raise self._err(rc)
+            raise _error(rc)
         out = []
         for i in range(n):
             r = reads[i]
@@ -438,53 +478,61 @@ class Db:
             elif r.rc == BufferTooSmall.code:
                 out.append(self.get(keys[i]))
             else:
-                raise self._err(r.rc)
+                raise _error(r.rc)
         return out
 
     def commit(self, height, batch):
         """Applies batch as block height (the latest + 1) and makes it durable; returns the
         new state root."""
         out = _c.create_string_buffer(HASH_LEN)
-        rc = _commit(self._h(), height, batch._h(), out)
-        if rc:
-            raise self._err(rc)
+        b = batch._h()
+        with self._write() as h:
+            rc = _commit(h, height, b, out)
+            if rc:
+                raise self._err(h, rc)
         return out.raw
 
     def submit(self, height, batch):
         """Applies batch as block height; returns once its writes are visible to get()."""
-        rc = _submit(self._h(), height, batch._h())
-        if rc:
-            raise self._err(rc)
+        b = batch._h()
+        with self._write() as h:
+            rc = _submit(h, height, b)
+            if rc:
+                raise self._err(h, rc)
 
     def wait(self, height):
         """Waits until submitted block height is durable; returns its state root."""
         out = _c.create_string_buffer(HASH_LEN)
-        rc = _wait(self._h(), height, out)
-        if rc:
-            raise self._err(rc)
+        with self._write() as h:
+            rc = _wait(h, height, out)
+            if rc:
+                raise self._err(h, rc)
         return out.raw
 
     def prune(self):
-        rc = _prune(self._h())
-        if rc:
-            raise self._err(rc)
+        with self._write() as h:
+            rc = _prune(h)
+            if rc:
+                raise self._err(h, rc)
 
     def stat(self):
         """Statistics as a dict (the fields of qmdb_stats)."""
         st = _Stats()
         st.struct_size = _c.sizeof(_Stats)
-        rc = _stat(self._h(), _c.byref(st))
-        if rc:
-            raise self._err(rc)
+        with self._write() as h:
+            rc = _stat(h, _c.byref(st))
+            if rc:
+                raise self._err(h, rc)
         return {name: getattr(st, name) for name, _ in _STAT_FIELDS}
 
     def prove(self, key, height=LATEST):
         """A proof (bytes) of key's value or absence at height (default: the latest)."""
         k = _bytes(key, "key")
         p, n = _u8p(), _sz()
-        rc = _prove(self._h(), k, len(k), height, _c.byref(p), _c.byref(n))
-        if rc:
-            raise self._err(rc)
+        with self._write() as h:
+            rc = _prove(h, k, len(k), height, _c.byref(p), _c.byref(n))
+            if rc:
+                raise self._err(h, rc)
         try:
             return _c.string_at(p, n.value)
         finally:

@@ -147,6 +147,28 @@ class TestApi(Base):
             b.put(b"a", b"1")
         self.db = qmdb.open(self.dir)  # for tearDown
 
+    def test_close_while_reading(self):
+        self.commit_kv([(b"a", b"1")])
+        outcomes = []
+
+        def reader():
+            try:
+                while True:
+                    if self.db.get(b"a") != b"1":
+                        outcomes.append("wrong value")
+                        return
+            except qmdb.Closed:
+                outcomes.append("closed")
+
+        ts = [threading.Thread(target=reader) for _ in range(3)]
+        for t in ts:
+            t.start()
+        self.db.close()  # waits for the reads in progress; the next ones raise Closed
+        for t in ts:
+            t.join()
+        self.assertEqual(outcomes, ["closed"] * 3)
+        self.db = qmdb.open(self.dir)  # for tearDown
+
     def test_open_errors(self):
         with self.assertRaises(qmdb.NotADatabase):
             qmdb.open(os.path.join(self.tmp, "nothing-here"))
