@@ -4,7 +4,11 @@
 fn main() {
     println!("cargo:rerun-if-env-changed=DEP_QMDB_LIBDIR");
     if let Ok(dir) = std::env::var("DEP_QMDB_LIBDIR") {
-        if !dir.is_empty() && std::env::var("QMDB_STATIC").map(|v| v != "1").unwrap_or(true) {
+        if !dir.is_empty()
+            && std::env::var("QMDB_STATIC")
+                .map(|v| v != "1")
+                .unwrap_or(true)
+        {
             println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
         }
     }

@@ -144,37 +144,76 @@ extern "C" {
     pub fn qmdb_height(db: *mut qmdb_db) -> u64;
     pub fn qmdb_root(db: *mut qmdb_db, height: u64, out: *mut u8) -> c_int;
     pub fn qmdb_shard_root(db: *mut qmdb_db, shard: c_uint, out: *mut u8) -> c_int;
-    pub fn qmdb_get(db: *mut qmdb_db, key: *const c_void, klen: usize, buf: *mut c_void,
-                    cap: usize, vlen: *mut usize) -> c_int;
+    pub fn qmdb_get(
+        db: *mut qmdb_db,
+        key: *const c_void,
+        klen: usize,
+        buf: *mut c_void,
+        cap: usize,
+        vlen: *mut usize,
+    ) -> c_int;
     pub fn qmdb_get_many(db: *mut qmdb_db, reads: *mut qmdb_read, n: usize) -> c_int;
-    pub fn qmdb_get_committed(db: *mut qmdb_db, key: *const c_void, klen: usize,
-                              buf: *mut c_void, cap: usize, vlen: *mut usize) -> c_int;
+    pub fn qmdb_get_committed(
+        db: *mut qmdb_db,
+        key: *const c_void,
+        klen: usize,
+        buf: *mut c_void,
+        cap: usize,
+        vlen: *mut usize,
+    ) -> c_int;
     pub fn qmdb_get_many_committed(db: *mut qmdb_db, reads: *mut qmdb_read, n: usize) -> c_int;
     pub fn qmdb_batch_new(out: *mut *mut qmdb_batch) -> c_int;
     pub fn qmdb_batch_free(b: *mut qmdb_batch);
     pub fn qmdb_batch_reset(b: *mut qmdb_batch);
     pub fn qmdb_batch_tx(b: *mut qmdb_batch) -> c_int;
-    pub fn qmdb_batch_put(b: *mut qmdb_batch, key: *const c_void, klen: usize,
-                          val: *const c_void, vlen: usize) -> c_int;
+    pub fn qmdb_batch_put(
+        b: *mut qmdb_batch,
+        key: *const c_void,
+        klen: usize,
+        val: *const c_void,
+        vlen: usize,
+    ) -> c_int;
     pub fn qmdb_batch_del(b: *mut qmdb_batch, key: *const c_void, klen: usize) -> c_int;
     pub fn qmdb_batch_ops(b: *const qmdb_batch) -> usize;
     pub fn qmdb_batch_txs(b: *const qmdb_batch) -> usize;
-    pub fn qmdb_commit(db: *mut qmdb_db, height: u64, b: *const qmdb_batch, root_out: *mut u8)
-        -> c_int;
+    pub fn qmdb_commit(
+        db: *mut qmdb_db,
+        height: u64,
+        b: *const qmdb_batch,
+        root_out: *mut u8,
+    ) -> c_int;
     pub fn qmdb_submit(db: *mut qmdb_db, height: u64, b: *const qmdb_batch) -> c_int;
     pub fn qmdb_wait(db: *mut qmdb_db, height: u64, root_out: *mut u8) -> c_int;
     pub fn qmdb_prune(db: *mut qmdb_db) -> c_int;
     pub fn qmdb_stat(db: *mut qmdb_db, st: *mut qmdb_stats) -> c_int;
-    pub fn qmdb_check(dir: *const c_char, f: qmdb_check_fn, arg: *mut c_void,
-                      problems: *mut u64) -> c_int;
-    pub fn qmdb_prove(db: *mut qmdb_db, key: *const c_void, klen: usize, height: u64,
-                      out: *mut *mut u8, outlen: *mut usize) -> c_int;
+    pub fn qmdb_check(
+        dir: *const c_char,
+        f: qmdb_check_fn,
+        arg: *mut c_void,
+        problems: *mut u64,
+    ) -> c_int;
+    pub fn qmdb_prove(
+        db: *mut qmdb_db,
+        key: *const c_void,
+        klen: usize,
+        height: u64,
+        out: *mut *mut u8,
+        outlen: *mut usize,
+    ) -> c_int;
     pub fn qmdb_proof_free(proof: *mut u8);
-    pub fn qmdb_proof_verify(proof: *const u8, len: usize, root: *const u8, key: *const c_void,
-                             klen: usize, value: *const c_void, vlen: usize, height: u64,
-                             proved_height_out: *mut u64, why: *mut *const c_char) -> c_int;
-    pub fn qmdb_proof_info_get(proof: *const u8, len: usize, info: *mut qmdb_proof_info)
-        -> c_int;
+    pub fn qmdb_proof_verify(
+        proof: *const u8,
+        len: usize,
+        root: *const u8,
+        key: *const c_void,
+        klen: usize,
+        value: *const c_void,
+        vlen: usize,
+        height: u64,
+        proved_height_out: *mut u64,
+        why: *mut *const c_char,
+    ) -> c_int;
+    pub fn qmdb_proof_info_get(proof: *const u8, len: usize, info: *mut qmdb_proof_info) -> c_int;
 }
 
 #[cfg(test)]
@@ -190,8 +229,14 @@ mod tests {
             assert_eq!(o.struct_size, size_of::<qmdb_options>());
             assert_eq!(o.worker_threads, QMDB_AUTO);
             assert_eq!(o.indexer, QMDB_INDEXER_AUTO);
-            let mut info = qmdb_proof_info { struct_size: size_of::<qmdb_proof_info>(), ..Default::default() };
-            assert_eq!(qmdb_proof_info_get(b"x".as_ptr(), 1, &mut info), QMDB_BAD_PROOF);
+            let mut info = qmdb_proof_info {
+                struct_size: size_of::<qmdb_proof_info>(),
+                ..Default::default()
+            };
+            assert_eq!(
+                qmdb_proof_info_get(b"x".as_ptr(), 1, &mut info),
+                QMDB_BAD_PROOF
+            );
             assert_eq!(qmdb_version_number(), QMDB_VERSION_NUMBER);
         }
     }

@@ -11,7 +11,10 @@ const BLOCK: usize = 10_000;
 fn main() -> Result<(), qmdb::Error> {
     let mut args = std::env::args().skip(1);
     let dir = args.next().expect("usage: kvbench DIR [N]");
-    let n: usize = args.next().map(|s| s.parse().expect("N")).unwrap_or(100_000);
+    let n: usize = args
+        .next()
+        .map(|s| s.parse().expect("N"))
+        .unwrap_or(100_000);
     let keys: Vec<Vec<u8>> = (0..n).map(|i| format!("key{i:013}").into_bytes()).collect();
     let val = [0xabu8; 32];
     Db::create(&dir, &Options::default())?;

@@ -5,7 +5,9 @@
 use qmdb::{Batch, Db, ErrorKind, Options};
 
 fn main() -> Result<(), qmdb::Error> {
-    let dir = std::env::args().nth(1).unwrap_or_else(|| "qmdb-rs-example".into());
+    let dir = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "qmdb-rs-example".into());
     Db::create(&dir, &Options::default())?;
     let db = Db::open(&dir, &Options::default())?;
     let mut b = Batch::new()?;
@@ -15,10 +17,17 @@ fn main() -> Result<(), qmdb::Error> {
     b.delete(b"bob")?;
     let root = db.commit(db.height()? + 1, &b)?;
     println!("height {} root {:02x?}", db.height()?, &root[..4]);
-    println!("alice = {:?}, bob = {:?}", db.get(b"alice")?, db.get(b"bob")?);
+    println!(
+        "alice = {:?}, bob = {:?}",
+        db.get(b"alice")?,
+        db.get(b"bob")?
+    );
     let proof = db.prove(b"alice", None)?;
     // A light client needs only the proof, the trusted root and the claim.
-    println!("proof verified at height {}", proof.verify(&root, b"alice", Some(b"\x64"), None)?);
+    println!(
+        "proof verified at height {}",
+        proof.verify(&root, b"alice", Some(b"\x64"), None)?
+    );
     match proof.verify(&root, b"alice", Some(b"\x65"), None) {
         Err(e) if e.kind() == ErrorKind::BadProof => println!("a false claim is refused: {e}"),
         other => panic!("unexpected {other:?}"),

@@ -93,7 +93,10 @@ impl Error {
     }
 
     fn closed() -> Error {
-        Error { kind: ErrorKind::Closed, detail: String::new() }
+        Error {
+            kind: ErrorKind::Closed,
+            detail: String::new(),
+        }
     }
 
     pub fn kind(&self) -> ErrorKind {
@@ -151,7 +154,7 @@ impl From<Error> for std::io::Error {
             ErrorKind::Os(errno) => std::io::Error::from_raw_os_error(errno),
             ErrorKind::NotFound => std::io::Error::new(std::io::ErrorKind::NotFound, e),
             ErrorKind::Invalid => std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
-            _ => std::io::Error::new(std::io::ErrorKind::Other, e),
+            _ => std::io::Error::other(e),
         }
     }
 }
@@ -200,7 +203,9 @@ impl Default for Options {
 impl Options {
     /// Worker threads of the commit: `None` = the library's choice, `Some(0)` = none.
     pub fn worker_threads(mut self, n: Option<u32>) -> Self {
-        self.raw.worker_threads = n.map(|n| n.min(i32::MAX as u32) as i32).unwrap_or(sys::QMDB_AUTO);
+        self.raw.worker_threads = n
+            .map(|n| n.min(i32::MAX as u32) as i32)
+            .unwrap_or(sys::QMDB_AUTO);
         self
     }
     /// The block pipeline on or off (`None`: the library's choice).
@@ -242,8 +247,10 @@ impl Options {
 }
 
 fn path_c(p: &Path) -> Result<CString> {
-    CString::new(p.as_os_str().as_bytes())
-        .map_err(|_| Error { kind: ErrorKind::Invalid, detail: "path holds a NUL byte".into() })
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| Error {
+        kind: ErrorKind::Invalid,
+        detail: "path holds a NUL byte".into(),
+    })
 }
 
 // The detail of a failed create/open is per C thread: read it on the same thread, right away.
@@ -287,7 +294,10 @@ impl Db {
             return Err(open_error(rc));
         }
         let h = NonNull::new(h).expect("qmdb_open returned 0 and no handle");
-        Ok(Db { handle: RwLock::new(Some(Handle(h))), writer: Mutex::new(()) })
+        Ok(Db {
+            handle: RwLock::new(Some(Handle(h))),
+            writer: Mutex::new(()),
+        })
     }
 
     /// Closes the handle; later calls return `ErrorKind::Closed`, a second close is `Ok`.
@@ -307,7 +317,10 @@ impl Db {
     }
 
     pub fn is_closed(&self) -> bool {
-        self.handle.read().unwrap_or_else(|e| e.into_inner()).is_none()
+        self.handle
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
     }
 
     /// Runs f with the handle, concurrently with other readers.
@@ -319,8 +332,11 @@ impl Db {
 
     /// Runs f with the handle, one writer at a time (readers still run); a failure carries
     /// qmdb_last_error's detail.
-    fn write<T>(&self, f: impl FnOnce(*mut sys::qmdb_db) -> c_int, ok: impl FnOnce() -> T)
-        -> Result<T> {
+    fn write<T>(
+        &self,
+        f: impl FnOnce(*mut sys::qmdb_db) -> c_int,
+        ok: impl FnOnce() -> T,
+    ) -> Result<T> {
         let g = self.handle.read().unwrap_or_else(|e| e.into_inner());
         let h = g.ok_or_else(Error::closed)?;
         let _w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
@@ -340,7 +356,9 @@ impl Db {
     /// The state root of `height` (`None`: the latest).
     pub fn root(&self, height: Option<u64>) -> Result<Root> {
         let mut out = [0u8; 32];
-        self.read(|h| check(unsafe { sys::qmdb_root(h, height.unwrap_or(u64::MAX), out.as_mut_ptr()) }))?;
+        self.read(|h| {
+            check(unsafe { sys::qmdb_root(h, height.unwrap_or(u64::MAX), out.as_mut_ptr()) })
+        })?;
         Ok(out)
     }
 
@@ -350,8 +368,19 @@ impl Db {
             loop {
                 let mut vlen = 0usize;
                 let rc = unsafe {
-                    let f = if committed { sys::qmdb_get_committed } else { sys::qmdb_get };
-                    f(h, key.as_ptr().cast(), key.len(), buf.as_mut_ptr().cast(), buf.len(), &mut vlen)
+                    let f = if committed {
+                        sys::qmdb_get_committed
+                    } else {
+                        sys::qmdb_get
+                    };
+                    f(
+                        h,
+                        key.as_ptr().cast(),
+                        key.len(),
+                        buf.as_mut_ptr().cast(),
+                        buf.len(),
+                        &mut vlen,
+                    )
                 };
                 match rc {
                     0 => {
@@ -408,19 +437,28 @@ impl Db {
     /// Applies `b` as block `height` (the latest + 1), makes it durable, returns its root.
     pub fn commit(&self, height: u64, b: &Batch) -> Result<Root> {
         let mut out = [0u8; 32];
-        self.write(|h| unsafe { sys::qmdb_commit(h, height, b.raw.as_ptr(), out.as_mut_ptr()) }, || ())?;
+        self.write(
+            |h| unsafe { sys::qmdb_commit(h, height, b.raw.as_ptr(), out.as_mut_ptr()) },
+            || (),
+        )?;
         Ok(out)
     }
 
     /// Applies `b` as block `height`; returns once its writes are visible to `get`.
     pub fn submit(&self, height: u64, b: &Batch) -> Result<()> {
-        self.write(|h| unsafe { sys::qmdb_submit(h, height, b.raw.as_ptr()) }, || ())
+        self.write(
+            |h| unsafe { sys::qmdb_submit(h, height, b.raw.as_ptr()) },
+            || (),
+        )
     }
 
     /// Waits until submitted block `height` is durable; returns its root.
     pub fn wait(&self, height: u64) -> Result<Root> {
         let mut out = [0u8; 32];
-        self.write(|h| unsafe { sys::qmdb_wait(h, height, out.as_mut_ptr()) }, || ())?;
+        self.write(
+            |h| unsafe { sys::qmdb_wait(h, height, out.as_mut_ptr()) },
+            || (),
+        )?;
         Ok(out)
     }
 
@@ -431,7 +469,10 @@ impl Db {
 
     /// The statistics (waits for blocks in flight).
     pub fn stat(&self) -> Result<Stats> {
-        let mut st = Stats { struct_size: std::mem::size_of::<Stats>(), ..Default::default() };
+        let mut st = Stats {
+            struct_size: std::mem::size_of::<Stats>(),
+            ..Default::default()
+        };
         self.write(|h| unsafe { sys::qmdb_stat(h, &mut st) }, || ())?;
         Ok(st)
     }
@@ -441,7 +482,16 @@ impl Db {
         let mut p: *mut u8 = ptr::null_mut();
         let mut n = 0usize;
         self.write(
-            |h| unsafe { sys::qmdb_prove(h, key.as_ptr().cast(), key.len(), height.unwrap_or(u64::MAX), &mut p, &mut n) },
+            |h| unsafe {
+                sys::qmdb_prove(
+                    h,
+                    key.as_ptr().cast(),
+                    key.len(),
+                    height.unwrap_or(u64::MAX),
+                    &mut p,
+                    &mut n,
+                )
+            },
             || (),
         )?;
         let bytes = unsafe { std::slice::from_raw_parts(p, n) }.to_vec();
@@ -469,7 +519,9 @@ impl Batch {
     pub fn new() -> Result<Batch> {
         let mut b = ptr::null_mut();
         check(unsafe { sys::qmdb_batch_new(&mut b) })?;
-        Ok(Batch { raw: NonNull::new(b).expect("qmdb_batch_new returned 0 and no batch") })
+        Ok(Batch {
+            raw: NonNull::new(b).expect("qmdb_batch_new returned 0 and no batch"),
+        })
     }
 
     /// Starts the next transaction.
@@ -480,7 +532,13 @@ impl Batch {
     /// Adds put(key, value) to the current transaction.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         check(unsafe {
-            sys::qmdb_batch_put(self.raw.as_ptr(), key.as_ptr().cast(), key.len(), value.as_ptr().cast(), value.len())
+            sys::qmdb_batch_put(
+                self.raw.as_ptr(),
+                key.as_ptr().cast(),
+                key.len(),
+                value.as_ptr().cast(),
+                value.len(),
+            )
         })
     }
 
@@ -524,19 +582,34 @@ impl Proof {
 
     /// Checks that `key` has `value` (`None`: is absent) at `height` (`None`: the height of
     /// `root`) under the trusted `root`; returns the height the proof states.
-    pub fn verify(&self, root: &Root, key: &[u8], value: Option<&[u8]>, height: Option<u64>) -> Result<u64> {
+    pub fn verify(
+        &self,
+        root: &Root,
+        key: &[u8],
+        value: Option<&[u8]>,
+        height: Option<u64>,
+    ) -> Result<u64> {
         verify(&self.0, root, key, value, height)
     }
 
     pub fn info(&self) -> Result<ProofInfo> {
-        let mut info = ProofInfo { struct_size: std::mem::size_of::<ProofInfo>(), ..Default::default() };
+        let mut info = ProofInfo {
+            struct_size: std::mem::size_of::<ProofInfo>(),
+            ..Default::default()
+        };
         check(unsafe { sys::qmdb_proof_info_get(self.0.as_ptr(), self.0.len(), &mut info) })?;
         Ok(info)
     }
 }
 
 /// The verifier on raw proof bytes (see `Proof::verify`).
-pub fn verify(proof: &[u8], root: &Root, key: &[u8], value: Option<&[u8]>, height: Option<u64>) -> Result<u64> {
+pub fn verify(
+    proof: &[u8],
+    root: &Root,
+    key: &[u8],
+    value: Option<&[u8]>,
+    height: Option<u64>,
+) -> Result<u64> {
     let mut proved = 0u64;
     let mut why: *const c_char = ptr::null();
     let (vp, vl) = match value {
@@ -544,8 +617,18 @@ pub fn verify(proof: &[u8], root: &Root, key: &[u8], value: Option<&[u8]>, heigh
         None => (ptr::null(), 0),
     };
     let rc = unsafe {
-        sys::qmdb_proof_verify(proof.as_ptr(), proof.len(), root.as_ptr(), key.as_ptr().cast(), key.len(), vp, vl,
-                               height.unwrap_or(u64::MAX), &mut proved, &mut why)
+        sys::qmdb_proof_verify(
+            proof.as_ptr(),
+            proof.len(),
+            root.as_ptr(),
+            key.as_ptr().cast(),
+            key.len(),
+            vp,
+            vl,
+            height.unwrap_or(u64::MAX),
+            &mut proved,
+            &mut why,
+        )
     };
     if rc != 0 {
         return Err(Error::from_code(rc, cstr(why)));

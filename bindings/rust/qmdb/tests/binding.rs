@@ -40,13 +40,22 @@ fn fresh() -> (TempDir, Db) {
 fn vectors() -> PathBuf {
     let d = std::env::var("QMDB_VECTORS")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/vectors"));
-    assert!(d.join("example.ops").exists(), "vectors not found in {:?}; set QMDB_VECTORS", d);
+        .unwrap_or_else(|_| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/vectors")
+        });
+    assert!(
+        d.join("example.ops").exists(),
+        "vectors not found in {:?}; set QMDB_VECTORS",
+        d
+    );
     d
 }
 
 fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 fn hex(b: &[u8]) -> String {
@@ -81,7 +90,11 @@ fn example_vectors() {
             _ => panic!("bad op line {line:?}"),
         }
     }
-    let want: Vec<String> = expected.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect();
+    let want: Vec<String> = expected
+        .lines()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
     assert_eq!(got, want);
     assert_eq!(db.get(b"alice").unwrap(), Some(vec![8u8]));
     assert_eq!(db.get(b"zed").unwrap(), None);
@@ -92,7 +105,8 @@ fn proof_round_trip() {
     let (_t, db) = fresh();
     let mut b = Batch::new().unwrap();
     for i in 0..100 {
-        b.put(format!("k{i}").as_bytes(), format!("v{i}").as_bytes()).unwrap();
+        b.put(format!("k{i}").as_bytes(), format!("v{i}").as_bytes())
+            .unwrap();
     }
     let root = db.commit(1, &b).unwrap();
     let p = db.prove(b"k42", None).unwrap();
@@ -104,7 +118,12 @@ fn proof_round_trip() {
     let mut bad = p.clone();
     let mid = bad.0.len() / 2;
     bad.0[mid] ^= 1;
-    assert_eq!(bad.verify(&root, b"k42", Some(b"v42"), Some(1)).unwrap_err().kind(), ErrorKind::BadProof);
+    assert_eq!(
+        bad.verify(&root, b"k42", Some(b"v42"), Some(1))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::BadProof
+    );
     // Round trip through plain bytes.
     let ex = qmdb::Proof(db.prove(b"nobody", None).unwrap().as_bytes().to_vec());
     assert_eq!(ex.verify(&root, b"nobody", None, None).unwrap(), 1);
@@ -116,7 +135,10 @@ fn errors_are_results() {
     let (t, db) = fresh();
     let mut b = Batch::new().unwrap();
     assert_eq!(b.put(b"", b"x").unwrap_err().kind(), ErrorKind::Invalid);
-    assert_eq!(b.put(&[7u8; 256], b"x").unwrap_err().kind(), ErrorKind::Invalid);
+    assert_eq!(
+        b.put(&[7u8; 256], b"x").unwrap_err().kind(),
+        ErrorKind::Invalid
+    );
     assert_eq!(b.put(b"k", b"").unwrap_err().kind(), ErrorKind::Invalid);
     assert_eq!(db.get(b"").unwrap_err().kind(), ErrorKind::Invalid);
     b.put(b"a", b"1").unwrap();
@@ -124,18 +146,41 @@ fn errors_are_results() {
     assert_eq!(e.kind(), ErrorKind::BadHeight);
     assert_eq!(e.code(), qmdb_sys::QMDB_BAD_HEIGHT);
     assert_eq!(db.root(Some(99)).unwrap_err().kind(), ErrorKind::NotFound);
-    assert_eq!(Db::open(t.db(), &Options::default()).err().unwrap().kind(), ErrorKind::Busy);
-    assert_eq!(Db::create(t.db(), &Options::default()).unwrap_err().kind(), ErrorKind::Exists);
-    assert_eq!(Db::open(t.0.join("none"), &Options::default()).err().unwrap().kind(), ErrorKind::NotADatabase);
+    assert_eq!(
+        Db::open(t.db(), &Options::default()).err().unwrap().kind(),
+        ErrorKind::Busy
+    );
+    assert_eq!(
+        Db::create(t.db(), &Options::default()).unwrap_err().kind(),
+        ErrorKind::Exists
+    );
+    assert_eq!(
+        Db::open(t.0.join("none"), &Options::default())
+            .err()
+            .unwrap()
+            .kind(),
+        ErrorKind::NotADatabase
+    );
     let bad = Options::default().worker_threads(Some(99));
-    assert_eq!(Db::create(t.0.join("x"), &bad).unwrap_err().kind(), ErrorKind::Invalid);
-    match Db::create("/proc/qmdb-cannot-exist", &Options::default()).unwrap_err().kind() {
+    assert_eq!(
+        Db::create(t.0.join("x"), &bad).unwrap_err().kind(),
+        ErrorKind::Invalid
+    );
+    match Db::create("/proc/qmdb-cannot-exist", &Options::default())
+        .unwrap_err()
+        .kind()
+    {
         ErrorKind::Os(_) => {}
         k => panic!("expected an errno, got {k:?}"),
     }
     let io: std::io::Error = db.get(b"").unwrap_err().into();
     assert_eq!(io.kind(), std::io::ErrorKind::InvalidInput);
-    assert_eq!(qmdb::verify(b"junk", &[0; 32], b"k", None, None).unwrap_err().kind(), ErrorKind::BadProof);
+    assert_eq!(
+        qmdb::verify(b"junk", &[0; 32], b"k", None, None)
+            .unwrap_err()
+            .kind(),
+        ErrorKind::BadProof
+    );
 }
 
 #[test]
@@ -160,7 +205,8 @@ fn reads_run_concurrently_with_commits() {
     let db = Arc::new(db);
     let mut b = Batch::new().unwrap();
     for i in 0..300u32 {
-        b.put(format!("k{i}").as_bytes(), &vec![b'v'; i as usize + 1]).unwrap();
+        b.put(format!("k{i}").as_bytes(), &vec![b'v'; i as usize + 1])
+            .unwrap();
     }
     db.commit(1, &b).unwrap();
     let vals = db.get_many(&[&b"k0"[..], b"k299", b"none"]).unwrap();
@@ -204,8 +250,14 @@ fn reads_run_concurrently_with_commits() {
 fn explicit_options_reach_the_library() {
     let t = TempDir::new();
     Db::create(t.db(), &Options::default()).unwrap();
-    let db = Db::open(t.db(), &Options::default().pipeline(Some(false)).io_uring(Some(false)).worker_threads(Some(0)))
-        .unwrap();
+    let db = Db::open(
+        t.db(),
+        &Options::default()
+            .pipeline(Some(false))
+            .io_uring(Some(false))
+            .worker_threads(Some(0)),
+    )
+    .unwrap();
     let st = db.stat().unwrap();
     assert_eq!((st.pipeline, st.io_uring), (0, 0));
 }
