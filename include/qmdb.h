@@ -15,9 +15,22 @@
  * until qmdb_close(). qmdb_last_error() gives a detailed message (file, offset) for the
  * latest failure on a handle.
  *
- * Threads: one qmdb_db may be used by one thread at a time (the caller serializes). Distinct
- * handles on distinct directories are independent. qmdb_batch objects are owned by the
- * caller and are not thread-safe.
+ * Threads: the read functions qmdb_get, qmdb_get_many, qmdb_get_committed,
+ * qmdb_get_many_committed, qmdb_height and qmdb_root may be called on one handle from any
+ * number of threads at once, also while another thread commits (a read never sees part of a
+ * block). Every other function on a handle (commit, submit, wait, prune, prove, stat,
+ * shard_root, last_error, close) must come from one thread at a time: the caller serializes
+ * them, and qmdb_close must not race any other call on the handle. Distinct handles on
+ * distinct directories are independent. qmdb_batch objects are owned by the caller and are
+ * not thread-safe (one thread at a time per batch). qmdb_proof_verify,
+ * qmdb_proof_info_get, qmdb_strerror and the version functions are pure and may be called
+ * from any thread; qmdb_open_error is per thread.
+ *
+ * ABI: handles are opaque. Structs the library may grow (qmdb_options, qmdb_stats,
+ * qmdb_proof_info) begin with a struct_size field: qmdb_options_init sets it for options;
+ * for the output structs the caller sets it (QMDB_STATS_INIT, QMDB_PROOF_INFO_INIT) and the
+ * library writes no byte past it. Library threads are named qmdb-flush, qmdb-pool-N and
+ * qmdb-merge-S (pthread_setname_np).
  */
 #ifndef QMDB_H
 #define QMDB_H
@@ -35,9 +48,13 @@ extern "C" {
 #define QMDB_API
 #endif
 
+/* The library's version: the single source of it (CMakeLists.txt reads these three lines). */
 #define QMDB_VERSION_MAJOR 0
 #define QMDB_VERSION_MINOR 1
 #define QMDB_VERSION_PATCH 0
+/** MAJOR*10000 + MINOR*100 + PATCH of the header compiled against. */
+#define QMDB_VERSION_NUMBER                                                                    \
+    (QMDB_VERSION_MAJOR * 10000 + QMDB_VERSION_MINOR * 100 + QMDB_VERSION_PATCH)
 /** Version of the on-disk format written by this library. */
 #define QMDB_FORMAT_VERSION 2
 
@@ -74,8 +91,11 @@ enum {
 
 /** Returns a static, human-readable string for any return code (including -errno). */
 QMDB_API const char *qmdb_strerror(int rc);
-/** Returns "major.minor.patch". */
+/** Returns "major.minor.patch" of the library loaded at run time. */
 QMDB_API const char *qmdb_version(void);
+/** Returns MAJOR*10000 + MINOR*100 + PATCH of the library loaded at run time (compare with
+ *  QMDB_VERSION_NUMBER, the header's). */
+QMDB_API int qmdb_version_number(void);
 
 typedef struct qmdb_db qmdb_db;
 typedef struct qmdb_batch qmdb_batch;
@@ -103,12 +123,42 @@ typedef struct qmdb_options {
     uint32_t flags;              /**< QMDB_OPEN_* flags */
     uint32_t read_queue_depth;   /**< batched reads (prefetch, qmdb_get_many) kept in flight
                                       with io_uring; default 64 */
-    uint32_t indexer;            /**< QMDB_INDEXER_MEMORY (default) or QMDB_INDEXER_HYBRID;
-                                      chosen at every create and open (roots never depend on
-                                      it). The environment variable QMDB_INDEXER=memory|hybrid
-                                      overrides it. */
+    uint32_t indexer;            /**< QMDB_INDEXER_AUTO (default), QMDB_INDEXER_MEMORY or
+                                      QMDB_INDEXER_HYBRID; chosen at every create and open
+                                      (roots never depend on it) */
+    int32_t worker_threads;      /**< threads of the commit's CPU pool: QMDB_AUTO (default:
+                                      one less than the online CPUs, at most 15), 0 (no
+                                      worker pools: shards run on the caller's thread) or
+                                      1..15 */
+    int32_t pipeline;            /**< block pipeline: QMDB_AUTO (default: on), 1 on, 0 off
+                                      (as QMDB_OPEN_NO_PIPELINE); read-only opens never
+                                      pipeline */
+    int32_t io_uring;            /**< batched reads through io_uring: QMDB_AUTO (default: when
+                                      the kernel allows it), 1 (when the kernel allows it,
+                                      whatever the environment says), 0 (the pread pool) */
+    uint32_t hybrid_merge_changes; /**< hybrid indexer: merge a shard's overlay into its
+                                        run after this many changes; 0 (default) = the
+                                        library's choice */
 } qmdb_options;
 
+/** "Let the library choose" for the int32_t fields of qmdb_options. */
+#define QMDB_AUTO (-1)
+
+/*
+ * Precedence of settings. A field (or flag) the caller set is always obeyed. The environment
+ * variables below exist for tests and debugging; each one only decides a field left at its
+ * default (QMDB_AUTO, QMDB_INDEXER_AUTO, 0):
+ *   QMDB_THREADS=N        worker_threads (0: no worker pools)
+ *   QMDB_PIPELINE=0       pipeline off
+ *   QMDB_NO_URING=1       io_uring off (the pread pool)
+ *   QMDB_INDEXER=memory|hybrid   indexer
+ *   QMDB_HIX_MERGE=N      hybrid_merge_changes
+ * Neither a field nor a variable can switch on what the system lacks: without io_uring the
+ * pread pool is used, and a test I/O layer runs everything inline.
+ */
+
+/** Default of qmdb_options.indexer: QMDB_INDEXER_MEMORY unless QMDB_INDEXER says otherwise. */
+#define QMDB_INDEXER_AUTO 0xffffffffu
 /** The in-memory indexer: about 10 bytes of DRAM per live entry; every open scans the log. */
 #define QMDB_INDEXER_MEMORY 0u
 /** The hybrid indexer: records on SSD (files sXX.hix) in sorted runs, a sparse index and an
@@ -153,7 +203,10 @@ QMDB_API void qmdb_options_init(qmdb_options *opt);
 
 /**
  * Creates a new database at height 0 in directory dir (created if missing; it must be empty
- * of qmdb files). Returns QMDB_EXISTS if a database is already there, QMDB_INVALID for bad
+ * of qmdb files). opt may be NULL: qmdb_create(dir, NULL) uses the defaults of
+ * qmdb_options_init (compaction threshold 20,000,000, utilization 7/10, 1 GiB entry and
+ * 128 MiB twig segments, 100,000 blocks of history). The database is closed again: open it
+ * with qmdb_open. Returns QMDB_EXISTS if a database is already there, QMDB_INVALID for bad
  * options, -errno on I/O failure.
  */
 QMDB_API int qmdb_create(const char *dir, const qmdb_options *opt);
@@ -291,6 +344,8 @@ QMDB_API int qmdb_prune(qmdb_db *db);
 /* ---- Statistics ------------------------------------------------------------------------- */
 
 typedef struct qmdb_stats {
+    size_t struct_size;          /**< in: sizeof(qmdb_stats) (QMDB_STATS_INIT); out: bytes
+                                      written */
     uint64_t height;
     uint64_t live_entries;       /**< live user entries (sentries excluded) */
     uint64_t live_with_sentries; /**< live entries including the 65,536 sentries */
@@ -334,6 +389,11 @@ typedef struct qmdb_stats {
                                           replayed from the journal at open */
 } qmdb_stats;
 
+/** Initializer: qmdb_stats st = QMDB_STATS_INIT; */
+#define QMDB_STATS_INIT {.struct_size = sizeof(qmdb_stats)}
+
+/** Fills *st (st->struct_size must be set: QMDB_STATS_INIT; QMDB_INVALID if it is smaller
+ *  than the first released qmdb_stats). Waits for blocks in flight. */
 QMDB_API int qmdb_stat(qmdb_db *db, qmdb_stats *st);
 
 /* ---- Offline check (docs/RELIABILITY.md) ------------------------------------------------ */
@@ -389,6 +449,8 @@ QMDB_API int qmdb_proof_verify(const uint8_t *proof, size_t len, const uint8_t r
 
 /** What a proof says, from its header (not verified). */
 typedef struct qmdb_proof_info {
+    size_t struct_size;  /**< in: sizeof(qmdb_proof_info) (QMDB_PROOF_INFO_INIT); out: bytes
+                              written */
     uint32_t format_version;
     int absent;          /**< 1: exclusion proof */
     int deactivated;     /**< 1: historical proof through the deactivating entry */
@@ -398,7 +460,11 @@ typedef struct qmdb_proof_info {
     unsigned upper_levels; /**< U = max_level - 12 of the shard tree */
 } qmdb_proof_info;
 
-/** Parses a proof's header; QMDB_BAD_PROOF if it is not a well-formed proof. */
+/** Initializer: qmdb_proof_info info = QMDB_PROOF_INFO_INIT; */
+#define QMDB_PROOF_INFO_INIT {.struct_size = sizeof(qmdb_proof_info)}
+
+/** Parses a proof's header; QMDB_BAD_PROOF if it is not a well-formed proof, QMDB_INVALID if
+ *  info->struct_size is not set (QMDB_PROOF_INFO_INIT). */
 QMDB_API int qmdb_proof_info_get(const uint8_t *proof, size_t len, qmdb_proof_info *info);
 
 /* ---- end of Proofs ---------------------------------------------------------------------- */

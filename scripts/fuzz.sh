@@ -15,7 +15,7 @@ mkdir -p "$out/corpus-$t"
 CC=${CC:-clang}
 FLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -std=c11"
 # The library's sources, as listed in src/CMakeLists.txt.
-LIBSRC="$(sed -n '/add_library(qmdb_lib/,/)/p' src/CMakeLists.txt | tr ' ()' '\n\n\n' |
+LIBSRC="$(sed -n '/set(QMDB_SOURCES/,/)/p' src/CMakeLists.txt | tr ' ()' '\n\n\n' |
           grep '\.c$' | sed 's|^|src/|') tools/script.c"
 $CC $FLAGS -Iinclude -Isrc -Itools -Itests/fuzz "$src" $LIBSRC -lpthread -o "$out/fuzz_$t"
 "$out/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$out/crash-$t-" \

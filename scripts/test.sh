@@ -3,7 +3,9 @@
 # (Debug, ASan + UBSan, -Werror) and runs every CTest test, then builds the `tsan` preset
 # (ThreadSanitizer) and runs the threaded tests there (worker pool, API, block pipeline,
 # randomized model with the pipeline on, fault injection in the concurrent configuration).
-# Before building, the style gates: the layer table (scripts/check_layers.py). Used by
+# Before building, the style gates: the layer table (scripts/check_layers.py). Between the
+# two builds, scripts/test_embed.sh installs a non-sanitized build into a temporary prefix
+# and runs the examples and the Rust, Go and Python bindings' tests against it. Used by
 # .ci/run unchanged.
 set -eu
 cd "$(dirname "$0")/.."
@@ -13,6 +15,7 @@ python3 scripts/check_layers.py
 cmake --preset dev
 cmake --build --preset dev
 ctest --preset dev
+scripts/test_embed.sh
 cmake --preset tsan
 cmake --build --preset tsan --target test_pool test_db test_pipeline test_model_random test_fault
 ctest --preset tsan

@@ -39,12 +39,15 @@ db_pool(qmdb_db *db, bool io)
 }
 
 int
-db_pools_new(qmdb_db *db)
+db_pools_new(qmdb_db *db, const qmdb_options *o)
 {
+    int n = o->worker_threads;
     const char *env = getenv("QMDB_THREADS");
-    if (env && atoi(env) == 0)
+    if (n == QMDB_AUTO && env && *env)
+        n = QM_MAX(atoi(env), 0);
+    if (n == 0)
         return 0;
-    unsigned cpu = env ? (unsigned)QM_MIN(atoi(env), 15) : qm_pool_default_threads();
+    unsigned cpu = n > 0 ? (unsigned)QM_MIN(n, 15) : qm_pool_default_threads();
     QM_RET(qm_pool_new(cpu, &db->cpu_pool));
     return qm_pool_new(8, &db->io_pool);
 }
@@ -253,16 +256,19 @@ db_pipeline_start(qmdb_db *db, const qmdb_options *opt)
      * synchronous ones, and no pipeline. */
     if (qm_io_concurrent()) {
         unsigned qd = opt->read_queue_depth ? opt->read_queue_depth : 64;
-        QM_RET(qm_rio_new(qd, (opt->flags & QMDB_OPEN_DIRECT_IO) != 0, &db->rio));
+        QM_RET(qm_rio_new(qd, (opt->flags & QMDB_OPEN_DIRECT_IO) != 0, opt->io_uring,
+                          &db->rio));
     }
     const char *env = getenv("QMDB_PIPELINE");
-    db->pipeline = !db->par.rdonly && !(opt->flags & QMDB_OPEN_NO_PIPELINE) &&
-                   !(env && atoi(env) == 0) && qm_io_concurrent();
+    bool on = opt->pipeline == QMDB_AUTO ? !(env && *env && atoi(env) == 0) : opt->pipeline == 1;
+    db->pipeline = !db->par.rdonly && !(opt->flags & QMDB_OPEN_NO_PIPELINE) && on &&
+                   qm_io_concurrent();
     if (!db->pipeline)
         return 0;
     int e = pthread_create(&db->flusher, NULL, flusher_main, db);
     if (e)
         return qm_err_set(&db->err, -e, "cannot start the flusher thread: %s", strerror(e));
+    pthread_setname_np(db->flusher, "qmdb-flush");
     db->flusher_on = true;
     return 0;
 }

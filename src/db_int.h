@@ -88,7 +88,7 @@ db_set_fatal(qmdb_db *db)
 /* db.c */
 /* The worker pool for shard jobs (io: the fsync pool); NULL runs them inline. */
 QM_HIDDEN qm_pool *db_pool(qmdb_db *db, bool io);
-QM_HIDDEN int db_pools_new(qmdb_db *db);
+QM_HIDDEN int db_pools_new(qmdb_db *db, const qmdb_options *o);
 /* The state root over the 16 shard roots (contract: levels 64..67). */
 QM_HIDDEN void global_root(qm_shard *shards, u8 out[32]);
 /* Writes every shard's buffers out and takes the sync tickets of block h. */

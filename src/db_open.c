@@ -40,24 +40,44 @@ qmdb_options_init(qmdb_options *o)
     o->twig_segment_bytes = 128ull << 20;
     o->history_blocks = 100000;
     o->flags = 0;
-    o->indexer = QMDB_INDEXER_MEMORY;
+    o->indexer = QMDB_INDEXER_AUTO;
+    o->worker_threads = QMDB_AUTO;
+    o->pipeline = QMDB_AUTO;
+    o->io_uring = QMDB_AUTO;
+    o->hybrid_merge_changes = 0;
 }
 
-/* The indexer of this open: options->indexer, unless QMDB_INDEXER=memory|hybrid overrides
- * it (tests run the whole suite both ways); QMDB_HIX_MERGE sets the hybrid merge size. */
+/* The indexer of this open: options->indexer; when it is QMDB_INDEXER_AUTO,
+ * QMDB_INDEXER=memory|hybrid chooses (tests run the whole suite both ways). The hybrid
+ * merge size: options->hybrid_merge_changes, else QMDB_HIX_MERGE. */
 static int
 indexer_params(const qmdb_options *o, qm_params *par, qm_err *err)
 {
     const char *env = getenv("QMDB_INDEXER");
     u32 kind = o->indexer;
-    if (env && *env)
-        kind = strcmp(env, "hybrid") == 0 ? QMDB_INDEXER_HYBRID : QMDB_INDEXER_MEMORY;
+    if (kind == QMDB_INDEXER_AUTO)
+        kind = env && strcmp(env, "hybrid") == 0 ? QMDB_INDEXER_HYBRID : QMDB_INDEXER_MEMORY;
     if (kind != QMDB_INDEXER_MEMORY && kind != QMDB_INDEXER_HYBRID)
         return qm_err_set(err, QMDB_INVALID, "indexer must be QMDB_INDEXER_MEMORY or "
                           "QMDB_INDEXER_HYBRID");
     par->hybrid = kind == QMDB_INDEXER_HYBRID;
     const char *m = getenv("QMDB_HIX_MERGE");
-    par->hix_merge = m && *m ? strtoull(m, NULL, 10) : 0;
+    par->hix_merge = o->hybrid_merge_changes ? o->hybrid_merge_changes
+                     : m && *m                ? strtoull(m, NULL, 10)
+                                              : 0;
+    return 0;
+}
+
+/* The checks of the fields chosen at every open (create checks them too). */
+static int
+opt_check_open(const qmdb_options *o, qm_err *err)
+{
+    if (o->worker_threads < QMDB_AUTO || o->worker_threads > 15)
+        return qm_err_set(err, QMDB_INVALID, "worker_threads must be QMDB_AUTO or 0..15");
+    if (o->pipeline < QMDB_AUTO || o->pipeline > 1 || o->io_uring < QMDB_AUTO || o->io_uring > 1)
+        return qm_err_set(err, QMDB_INVALID, "pipeline and io_uring must be QMDB_AUTO, 0 or 1");
+    if (o->pipeline == 1 && (o->flags & QMDB_OPEN_NO_PIPELINE))
+        return qm_err_set(err, QMDB_INVALID, "pipeline = 1 contradicts QMDB_OPEN_NO_PIPELINE");
     return 0;
 }
 
@@ -75,7 +95,7 @@ opt_check(const qmdb_options *o, qm_err *err)
                           "entry_segment_bytes must be a multiple of 4096 and >= 65536");
     if (o->twig_segment_bytes == 0 || o->twig_segment_bytes % (128 * 1024))
         return qm_err_set(err, QMDB_INVALID, "twig_segment_bytes must be a multiple of 128 KiB");
-    return 0;
+    return opt_check_open(o, err);
 }
 
 /* Inter-process exclusion: a flock on the database directory itself, shared for read-only
@@ -231,7 +251,7 @@ qmdb_create(const char *dir, const qmdb_options *opt)
     db->par.twig_seg = opt->twig_segment_bytes;
     QM_TRY(indexer_params(opt, &db->par, &db->err));
     QM_TRY(db_lock(db));
-    QM_TRY(db_pools_new(db));
+    QM_TRY(db_pools_new(db, opt));
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
         QM_TRY(qm_shard_create(&db->shard[s], s, dir, &db->par, &db->err));
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
@@ -265,6 +285,14 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
     }
     if (!dir || !*dir || opt->struct_size < sizeof(qmdb_options))
         return QMDB_INVALID;
+    {
+        qm_err oerr = {{0}};
+        int orc = opt_check_open(opt, &oerr);
+        if (orc) {
+            snprintf(open_error, sizeof(open_error), "%s", oerr.msg);
+            return orc;
+        }
+    }
     struct stat st;
     if (stat(dir, &st) < 0) {
         int e = errno;
@@ -292,7 +320,7 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
     db->par.twig_seg = db->meta.twig_seg;
     db->par.height = db->meta.height;
     QM_TRY(indexer_params(opt, &db->par, &db->err));
-    QM_TRY(db_pools_new(db));
+    QM_TRY(db_pools_new(db, opt));
     QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_open, db));
     u8 root[32];
     global_root(db->shard, root);

@@ -140,7 +140,11 @@ qmdb_get_committed(qmdb_db *db, const void *key, size_t klen, void *buf, size_t 
 int
 qmdb_stat(qmdb_db *db, qmdb_stats *st)
 {
+    /* The caller's struct is at least this library's (qmdb.h, ABI): no byte past it. */
+    if (!st || st->struct_size < sizeof(qmdb_stats))
+        return QMDB_INVALID;
     memset(st, 0, sizeof(*st));
+    st->struct_size = sizeof(*st);
     if (db_fatal(db))
         return QMDB_PANIC;
     QM_RET(db_drain(db));

@@ -28,6 +28,12 @@ qmdb_strerror(int rc)
     return "unknown error";
 }
 
+int
+qmdb_version_number(void)
+{
+    return QMDB_VERSION_NUMBER;
+}
+
 const char *
 qmdb_version(void)
 {

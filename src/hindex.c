@@ -386,6 +386,11 @@ qm_hix_new(const char *dir, unsigned shard, u64 merge_changes, qm_hindex **out, 
         free(x);
         return -ENOMEM;
     }
+    if (threaded) {
+        char name[16];
+        snprintf(name, sizeof(name), "qmdb-merge-%x", shard & 0xfu);
+        pthread_setname_np(x->th, name);
+    }
     x->th_started = threaded;
     *out = x;
     return 0;

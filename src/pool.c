@@ -9,6 +9,7 @@
 #include "pool.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -104,6 +105,9 @@ qm_pool_new(unsigned threads, qm_pool **out)
             return -rc;
         }
         p->nthreads++;
+        char name[16];
+        snprintf(name, sizeof(name), "qmdb-pool-%u", i % 1000u);
+        pthread_setname_np(p->threads[i], name);
     }
     *out = p;
     return 0;

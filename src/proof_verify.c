@@ -174,11 +174,14 @@ pv_active(const pv_entry *e)
 int
 qmdb_proof_info_get(const uint8_t *proof, size_t len, qmdb_proof_info *info)
 {
+    if (!info || info->struct_size < sizeof(qmdb_proof_info))
+        return QMDB_INVALID;
     const char *why = NULL;
     QM_RET(pv_header(proof, len, &why));
     size_t off = QM_PROOF_HDR;
     pv_entry e;
     memset(info, 0, sizeof(*info));
+    info->struct_size = sizeof(*info);
     info->format_version = proof[4];
     info->absent = proof[5] == QM_PROOF_ABSENT;
     info->deactivated = proof[6] == QM_PROOF_DEACTIVATED;

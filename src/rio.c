@@ -210,7 +210,7 @@ rio_probe(qm_rio *r)
 #endif
 
 int
-qm_rio_new(unsigned qd, bool direct, qm_rio **out)
+qm_rio_new(unsigned qd, bool direct, int uring, qm_rio **out)
 {
     *out = NULL;
     qm_rio *r = calloc(1, sizeof(*r));
@@ -221,10 +221,11 @@ qm_rio_new(unsigned qd, bool direct, qm_rio **out)
     r->qd = QM_MAX(1u, QM_MIN(qd, 1024u));
     const char *env = getenv("QMDB_NO_URING");
 #ifdef QMDB_HAVE_URING
-    if (!(env && atoi(env) != 0))
+    if (uring == 1 || (uring < 0 && !(env && atoi(env) != 0)))
         r->uring = rio_probe(r);
 #else
     (void)env;
+    (void)uring;
 #endif
     size_t nbufs = r->uring ? r->qd : RIO_JOBS;
     int rc = 0;

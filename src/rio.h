@@ -38,7 +38,8 @@ typedef struct qm_rreq {
 typedef void (*qm_rio_done)(void *arg, const qm_rreq *r, const u8 *data, size_t got, int rc);
 
 /* Creates the engine. qd: io_uring queue depth (32-64 suits NVMe/virtio SSDs). */
-QM_HIDDEN int qm_rio_new(unsigned qd, bool direct, qm_rio **out);
+/* uring: 1 use io_uring when the kernel allows it, 0 never, -1 unless QMDB_NO_URING=1. */
+QM_HIDDEN int qm_rio_new(unsigned qd, bool direct, int uring, qm_rio **out);
 QM_HIDDEN void qm_rio_free(qm_rio *r);
 /* True when io_uring is in use (false: the pread pool). */
 QM_HIDDEN bool qm_rio_uring(const qm_rio *r);

@@ -51,7 +51,7 @@ cmd_prove(const cli_cmd *cmd, cli_args *a)
     }
     uint8_t *proof = NULL;
     size_t len = 0;
-    qmdb_proof_info info;
+    qmdb_proof_info info = QMDB_PROOF_INFO_INIT;
     rc = qmdb_prove(db, key, klen, a->has_height ? a->height : UINT64_MAX, &proof, &len);
     if (!rc)
         rc = qmdb_proof_info_get(proof, len, &info);
@@ -190,7 +190,7 @@ cmd_verify(const cli_cmd *cmd, cli_args *a)
     const char *reason = why && *why ? why : qmdb_strerror(vrc);
     if (a->json) {
         cli_json_w w;
-        qmdb_proof_info info;
+        qmdb_proof_info info = QMDB_PROOF_INFO_INIT;
         json_begin(&w, stdout);
         json_bool(&w, "valid", vrc == 0);
         if (vrc)

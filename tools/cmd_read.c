@@ -196,7 +196,7 @@ cmd_stat(const cli_cmd *cmd, cli_args *a)
     int rc = cli_open(a->pos[0], QMDB_OPEN_RDONLY, &db);
     if (rc)
         return rc;
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     rc = qmdb_stat(db, &st);
     if (rc)
         rc = cli_db_fail(NULL, rc, db);
@@ -248,7 +248,7 @@ cmd_check(const cli_cmd *cmd, cli_args *a)
     problems p = {.json = a->json};
     uint64_t count = 0;
     qmdb_db *db = NULL;
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     unsigned char root[32];
     int rc = qmdb_check(dir, check_problem, &p, &count);
     bool healthy = rc == 0;

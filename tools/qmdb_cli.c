@@ -12,7 +12,7 @@
 #include "cli.h"
 
 const char *cli_name = "qmdb";
-uint32_t cli_indexer = QMDB_INDEXER_MEMORY;
+uint32_t cli_indexer = QMDB_INDEXER_AUTO;
 bool cli_salvage;
 bool cli_json;
 bool cli_json_printed;

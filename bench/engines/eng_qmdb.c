@@ -173,7 +173,7 @@ static int q_get(bench_engine *e, const void *k, size_t kl, void *buf, size_t ca
 static int q_stats(bench_engine *e, bench_engine_stats *st)
 {
     qdb *q = e->h;
-    qmdb_stats s;
+    qmdb_stats s = QMDB_STATS_INIT;
     memset(st, 0, sizeof(*st));
     int rc = qmdb_stat(q->db, &s);
     if (rc)

@@ -62,7 +62,7 @@ open_fast(const char *dir, double *secs)
 static void
 print_stats(qmdb_db *db, const char *what, double secs)
 {
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     if (qmdb_stat(db, &st) != 0)
         exit(1);
     printf("%s: %.3f s; height %llu, %llu live entries; %u shards resumed, %llu blocks / %llu "
@@ -125,7 +125,7 @@ main(int argc, char **argv)
                     qmdb_last_error(db));
             return 1;
         }
-        qmdb_stats st;
+        qmdb_stats st = QMDB_STATS_INIT;
         if (qmdb_stat(db, &st) != 0)
             return 1;
         if (st.index_merges >= min_merges && after++ >= extra)

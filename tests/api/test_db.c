@@ -122,7 +122,7 @@ test_basic_and_bad_input(void)
     CHECK_MEM(tmp, r0, 32);
     CHECK_RC(qmdb_root(db, 4, tmp), QMDB_NOTFOUND);
     /* Read-modify-write: the entry a get fetched is reused by the next block's update. */
-    qmdb_stats st0, st1;
+    qmdb_stats st0 = QMDB_STATS_INIT, st1 = QMDB_STATS_INIT;
     CHECK_OK(qmdb_stat(db, &st0));
     CHECK_OK(qmdb_get(db, "alice", 5, val, sizeof(val), &vlen));
     qmdb_batch_reset(b);
@@ -215,7 +215,7 @@ test_prune_keeps_roots(void)
     qmdb_db *a = reopen(da, NULL, 0);
     qmdb_db *b = reopen(db_, NULL, QMDB_OPEN_NO_AUTO_PRUNE);
     random_blocks(a, b, 60, 400, 300);
-    qmdb_stats sa, sb;
+    qmdb_stats sa = QMDB_STATS_INIT, sb = QMDB_STATS_INIT;
     CHECK_OK(qmdb_stat(a, &sa));
     CHECK_OK(qmdb_stat(b, &sb));
     CHECK(sa.pruned_twigs > 0);
@@ -235,7 +235,7 @@ test_prune_keeps_roots(void)
      * twigs comes from the durable metadata, so a reopen does not reset it. */
     a = reopen(da, a, 0);
     b = reopen(db_, b, 0);
-    qmdb_stats sa2, sb2;
+    qmdb_stats sa2 = QMDB_STATS_INIT, sb2 = QMDB_STATS_INIT;
     CHECK_OK(qmdb_stat(a, &sa2));
     CHECK_OK(qmdb_stat(b, &sb2));
     CHECK_EQ_U64(sa2.pruned_twigs, sa.pruned_twigs);

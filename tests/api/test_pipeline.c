@@ -73,7 +73,7 @@ equivalence_round(uint64_t thres, uint32_t aflags, unsigned blocks)
 {
     qmdb_db *a = mkdb(thres == 1 ? "a1" : "a", thres, aflags, false);
     qmdb_db *b = mkdb(thres == 1 ? "b1" : "b", thres, QMDB_OPEN_NO_PIPELINE, true);
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     CHECK_OK(qmdb_stat(a, &st));
     CHECK(st.pipeline == 1);
     CHECK_OK(qmdb_stat(b, &st));

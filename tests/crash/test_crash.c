@@ -99,7 +99,7 @@ verify(const char *when)
         fprintf(stderr, "%s: reopen failed: %s: %s\n", when, qmdb_strerror(rc), qmdb_open_error());
         REQUIRE(db != NULL);
     }
-    qmdb_stats vs;
+    qmdb_stats vs = QMDB_STATS_INIT;
     CHECK_OK(qmdb_stat(db, &vs));
     resumed_opens += vs.index_resumed_shards > 0;
     replay_opens += vs.index_resumed_shards == 16 && vs.index_replayed_blocks > 0;
@@ -404,7 +404,7 @@ child_commit_kill(uint64_t n, bool must_resume, bool clean, bool memory)
         qmdb_db *db = open_db(QMDB_OPEN_FAST, &rc);
         if (!db)
             _exit(3);
-        qmdb_stats st;
+        qmdb_stats st = QMDB_STATS_INIT;
         if (qmdb_stat(db, &st) || (must_resume && st.index_resumed_shards != 16))
             _exit(6);
         qmdb_batch *b;
@@ -446,7 +446,7 @@ resume_check(uint64_t min_h, const char *when)
 {
     int rc;
     qmdb_db *db = open_db(QMDB_OPEN_RDONLY | QMDB_OPEN_FAST, &rc);
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     memset(&st, 0, sizeof(st));
     if (!db) {
         fprintf(stderr, "%s: open failed: %s: %s\n", when, qmdb_strerror(rc), qmdb_open_error());
@@ -721,7 +721,7 @@ main(int argc, char **argv)
             for (size_t i = 0; i < NPHASES; i++)
                 printf("  %-45s %ld kills\n", PHASES[i].name, phase_kills[i]);
     }
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     {
         qmdb_db *db = open_db(0, NULL);
         REQUIRE(db);

@@ -138,7 +138,7 @@ check_fatal(qmdb_db *db, uint64_t h, env *e)
 {
     size_t vl;
     unsigned char root[32];
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     CHECK_RC(qmdb_commit(db, h, e->b, root), QMDB_PANIC);
     CHECK_RC(qmdb_commit(db, h + 1, e->b, root), QMDB_PANIC);
     CHECK_RC(qmdb_get(db, "k", 1, NULL, 0, &vl), QMDB_PANIC);
@@ -155,7 +155,7 @@ check_config(qmdb_db *db)
 {
     if (!conc)
         return;
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     CHECK_OK(qmdb_stat(db, &st));
     CHECK(st.pipeline);
     const char *nu = getenv("QMDB_NO_URING");
@@ -353,7 +353,7 @@ test_prune_fault(void)
     r.sticky = true;
     fio_install(&r, false);
     uint64_t h = qmdb_height(db);
-    qmdb_stats st0, st1;
+    qmdb_stats st0 = QMDB_STATS_INIT, st1 = QMDB_STATS_INIT;
     CHECK_OK(qmdb_stat(db, &st0));
     /* Commit until a prune deletes an entry segment (compaction empties twigs quickly).
      * The twin is not run while the rule is armed (its pruning would hit the rule too). */
@@ -565,7 +565,7 @@ test_checkpoint_fault(void)
     o.flags = QMDB_OPEN_FAST;
     REQUIRE(qmdb_open(e.dir, &o, &db) == 0);
     CHECK_EQ_U64(qmdb_height(db), h);
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     CHECK_OK(qmdb_stat(db, &st));
     CHECK_EQ_U64(st.index_resumed_shards, 16);
     CHECK_OK(qmdb_close(db));

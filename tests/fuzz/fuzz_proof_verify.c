@@ -92,7 +92,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             0)
             abort();
     }
-    qmdb_proof_info info;
+    qmdb_proof_info info = QMDB_PROOF_INFO_INIT;
     int irc = qmdb_proof_info_get(proof, size, &info);
     if (irc != 0 && irc != QMDB_BAD_PROOF)
         abort();

@@ -363,8 +363,7 @@ static void check_sample(run *r, unsigned n)
 
 static void check_stats(run *r)
 {
-    qmdb_stats st;
-    memset(&st, 0, sizeof st);
+    qmdb_stats st = QMDB_STATS_INIT;
     ASSERT_OK(qmdb_stat(r->db, &st));
     uint64_t live = 0, total = 0;
     for (unsigned s = 0; s < RM_SHARDS; s++) {
@@ -447,7 +446,7 @@ static void reopen(run *r)
     }
     const char *ix = getenv("QMDB_INDEXER");
     if (ix && strcmp(ix, "hybrid") == 0) {
-        qmdb_stats st;
+        qmdb_stats st = QMDB_STATS_INIT;
         ASSERT_OK(qmdb_stat(r->db, &st));
         ASSERT_EQ_INT(st.indexer, QMDB_INDEXER_HYBRID);
         ASSERT_EQ_INT(st.index_resumed_shards, (o.flags & QMDB_OPEN_FAST) ? 16 : 0);

@@ -226,7 +226,7 @@ test_inclusion_exclusion(void)
                 continue;
             key_of(i, key, &klen);
             size_t len;
-            qmdb_proof_info info;
+            qmdb_proof_info info = QMDB_PROOF_INFO_INIT;
             u8 *p;
             if (ver[i] == UINT32_MAX) {
                 p = prove_check(db, root, key, klen, NULL, 0, h, &len, &info);
@@ -285,7 +285,7 @@ test_inclusion_exclusion(void)
         size_t got;
         CHECK_RC(qmdb_get(db, k, kl, NULL, 0, &got), QMDB_NOTFOUND);
         size_t len;
-        qmdb_proof_info info;
+        qmdb_proof_info info = QMDB_PROOF_INFO_INIT;
         u8 *p = prove_check(db, root, k, kl, NULL, 0, i % 2 ? h : UINT64_MAX, &len, &info);
         if (!p)
             continue;
@@ -345,7 +345,7 @@ hist_check(qmdb_db *db, const u8 root[32], const int *model, unsigned k, u64 hh,
     if (id >= 0)
         hval(k, id, val, &vlen);
     size_t len;
-    qmdb_proof_info info;
+    qmdb_proof_info info = QMDB_PROOF_INFO_INIT;
     u8 *p = prove_check(db, root, key, klen, id >= 0 ? val : NULL, vlen, hh, &len, &info);
     if (!p) {
         fprintf(stderr, "  key %u height %" PRIu64 " expected %d\n", k, hh, id);
@@ -430,7 +430,7 @@ test_history(u32 ratio, u32 div, unsigned max_ops)
         }
     }
     qmdb_batch_free(b);
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     CHECK_OK(qmdb_stat(db, &st));
     CHECK(st.compactions > 1000);
     fprintf(stderr, "history %u/%u: %" PRIu64 " compactions since reopening, %" PRIu64 " entries\n",
@@ -492,12 +492,12 @@ test_pruned(void)
             hkey((unsigned)h % 40, key, &klen);
             hval((unsigned)h % 40, (int)((h - 1) * 1000 + 59), val, &vlen);
             size_t len;
-            qmdb_proof_info info;
+            qmdb_proof_info info = QMDB_PROOF_INFO_INIT;
             free(prove_check(db, root, key, klen, val, vlen, h - 1, &len, &info));
         }
     }
     qmdb_batch_free(b);
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     CHECK_OK(qmdb_stat(db, &st));
     CHECK(st.pruned_twigs > 0);
     unsigned pruned = 0, ok = 0;
@@ -686,7 +686,7 @@ test_tamper(void)
             hval(cases[c].k, cases[c].ver, val, &vlen);
         const char *v = cases[c].ver >= 0 ? val : NULL;
         size_t len;
-        qmdb_proof_info info;
+        qmdb_proof_info info = QMDB_PROOF_INFO_INIT;
         u8 *p = prove_check(db, root, key, klen, v, v ? vlen : 0, cases[c].h, &len, &info);
         if (!p)
             continue;

@@ -510,7 +510,7 @@ writer_fail(const char *what, uint64_t h, int rc)
 static void
 report_stats(uint64_t nblocks)
 {
-    qmdb_stats st;
+    qmdb_stats st = QMDB_STATS_INIT;
     memset(&st, 0, sizeof(st));
     qmdb_stat(wdb, &st);
     report("M %" PRIu64 " %ld %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", nblocks,
@@ -629,7 +629,7 @@ writer_main(int fd, uint64_t expect, uint32_t indexer, bool use_commit, bool fas
         if (rnext(&r) % 700 == 0 && (rc = qmdb_prune(wdb)) != 0)
             writer_fail("prune", h, rc);
         if (!warm_sent && nblocks >= cfg.rss_blocks) {
-            qmdb_stats st;
+            qmdb_stats st = QMDB_STATS_INIT;
             memset(&st, 0, sizeof(st));
             qmdb_stat(wdb, &st);
             report("W %" PRIu64 " %ld %" PRIu64 "\n", nblocks, rss_kb(),

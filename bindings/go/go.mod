@@ -1,0 +1,3 @@
+module qmdb.local/qmdb
+
+go 1.19
