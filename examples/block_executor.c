@@ -11,9 +11,8 @@
  * Accounts acct000..acct099 start with 1000 each; every block makes 50 transfers. The total
  * must stay 100,000: the program checks it at the end and exits 1 if it does not.
  */
-#include <qmdb.h>
-
 #include <inttypes.h>
+#include <qmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +70,8 @@ main(int argc, char **argv)
         for (unsigned t = 0; t < 2 * TRANSFERS; t++) {
             seed = seed * 1103515245u + 12345u;
             acct_key(keys[t], (seed >> 16) % ACCOUNTS);
-            reads[t] = (qmdb_read){.key = keys[t], .klen = 7, .buf = &vals[t],
-                                   .cap = sizeof(vals[t])};
+            reads[t] =
+                (qmdb_read){.key = keys[t], .klen = 7, .buf = &vals[t], .cap = sizeof(vals[t])};
         }
         if ((rc = qmdb_get_many(db, reads, 2 * TRANSFERS)))
             fail("qmdb_get_many", rc);

@@ -10,7 +10,6 @@
  * Prints one line: lang=c n=N put_commit_ops_s=... get_ops_s=... get_many_ops_s=...
  */
 #include <qmdb.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +42,7 @@ main(int argc, char **argv)
         return 2;
     }
     size_t n = argc > 2 ? strtoull(argv[2], NULL, 10) : 100000;
-    char (*keys)[16] = malloc(n * 16);
+    char(*keys)[16] = malloc(n * 16);
     unsigned char val[32];
     if (!keys)
         return 1;
@@ -77,7 +76,7 @@ main(int argc, char **argv)
     double t_get = now() - t0;
 
     qmdb_read *reads = calloc(BLOCK, sizeof(*reads));
-    unsigned char (*vals)[64] = malloc((size_t)BLOCK * 64);
+    unsigned char(*vals)[64] = malloc((size_t)BLOCK * 64);
     t0 = now();
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t m = n - i < BLOCK ? n - i : BLOCK;

@@ -10,7 +10,6 @@
  *   ./light_client DIR
  */
 #include <qmdb.h>
-
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +18,13 @@
 /* ---- the light client: only the verifier ---------------------------------------------- */
 
 static int
-light_client(const uint8_t *proof, size_t len, const uint8_t root[QMDB_HASH_LEN],
-             const char *key, const void *value, size_t vlen, uint64_t height)
+light_client(const uint8_t *proof, size_t len, const uint8_t root[QMDB_HASH_LEN], const char *key,
+             const void *value, size_t vlen, uint64_t height)
 {
     const char *why = NULL;
     uint64_t proved = 0;
-    int rc = qmdb_proof_verify(proof, len, root, key, strlen(key), value, vlen, height, &proved,
-                               &why);
+    int rc =
+        qmdb_proof_verify(proof, len, root, key, strlen(key), value, vlen, height, &proved, &why);
     if (rc == 0)
         printf("light client: %s %s at height %llu: valid\n", key,
                value ? "has the claimed value" : "is absent", (unsigned long long)proved);
@@ -75,10 +74,10 @@ main(int argc, char **argv)
 
     /* From here on: bytes only. */
     int bad = 0;
-    bad |= light_client(inc, inc_len, root, "k2-4", "v4", 2, 3) != 0;       /* inclusion */
-    bad |= light_client(exc, exc_len, root, "nobody", NULL, 0, 3) != 0;     /* exclusion */
+    bad |= light_client(inc, inc_len, root, "k2-4", "v4", 2, 3) != 0;              /* inclusion */
+    bad |= light_client(exc, exc_len, root, "nobody", NULL, 0, 3) != 0;            /* exclusion */
     bad |= light_client(inc, inc_len, root, "k2-4", "v5", 2, 3) != QMDB_BAD_PROOF; /* lie */
-    inc[inc_len / 2] ^= 1;                                                  /* tampering */
+    inc[inc_len / 2] ^= 1;                                                         /* tampering */
     bad |= light_client(inc, inc_len, root, "k2-4", "v4", 2, 3) != QMDB_BAD_PROOF;
     qmdb_proof_free(inc);
     qmdb_proof_free(exc);

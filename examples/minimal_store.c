@@ -7,7 +7,6 @@
  *   ./minimal_store /tmp/qmdb-minimal      (the directory must not hold a database yet)
  */
 #include <qmdb.h>
-
 #include <stdio.h>
 #include <string.h>
 

@@ -53,7 +53,7 @@ extern "C" {
 #define QMDB_VERSION_MINOR 1
 #define QMDB_VERSION_PATCH 0
 /** MAJOR*10000 + MINOR*100 + PATCH of the header compiled against. */
-#define QMDB_VERSION_NUMBER                                                                    \
+#define QMDB_VERSION_NUMBER \
     (QMDB_VERSION_MAJOR * 10000 + QMDB_VERSION_MINOR * 100 + QMDB_VERSION_PATCH)
 /** Version of the on-disk format written by this library. */
 #define QMDB_FORMAT_VERSION 2
@@ -65,21 +65,21 @@ extern "C" {
 #define QMDB_MAX_TXS_PER_BLOCK (1u << 24)
 
 /* Error codes. X-macro: (NAME, value, message). */
-#define QMDB_ERROR_MAP(X)                                                                      \
-    X(QMDB_NOTFOUND, -30900, "not found")                                                     \
-    X(QMDB_CORRUPT, -30901, "database file is corrupt")                                       \
-    X(QMDB_INVALID, -30902, "invalid argument")                                               \
-    X(QMDB_BUFFER_TOO_SMALL, -30903, "buffer too small")                                      \
-    X(QMDB_EXISTS, -30904, "database already exists")                                         \
-    X(QMDB_NOTADB, -30905, "not a qmdb database")                                             \
-    X(QMDB_VERSION_MISMATCH, -30906, "unsupported on-disk format version")                    \
-    X(QMDB_PANIC, -30907, "database handle is in a fatal state; close and reopen")            \
-    X(QMDB_BAD_HEIGHT, -30908, "block height is not last committed height + 1")              \
-    X(QMDB_PRUNED, -30909, "requested history has been pruned")                              \
-    X(QMDB_BAD_PROOF, -30910, "proof is invalid")                                             \
-    X(QMDB_TOO_MANY, -30911, "too many transactions or operations")                           \
-    X(QMDB_BUSY, -30912, "database is locked by another process")                             \
-    X(QMDB_NO_CHECKPOINT, -30913,                                                              \
+#define QMDB_ERROR_MAP(X)                                                          \
+    X(QMDB_NOTFOUND, -30900, "not found")                                          \
+    X(QMDB_CORRUPT, -30901, "database file is corrupt")                            \
+    X(QMDB_INVALID, -30902, "invalid argument")                                    \
+    X(QMDB_BUFFER_TOO_SMALL, -30903, "buffer too small")                           \
+    X(QMDB_EXISTS, -30904, "database already exists")                              \
+    X(QMDB_NOTADB, -30905, "not a qmdb database")                                  \
+    X(QMDB_VERSION_MISMATCH, -30906, "unsupported on-disk format version")         \
+    X(QMDB_PANIC, -30907, "database handle is in a fatal state; close and reopen") \
+    X(QMDB_BAD_HEIGHT, -30908, "block height is not last committed height + 1")    \
+    X(QMDB_PRUNED, -30909, "requested history has been pruned")                    \
+    X(QMDB_BAD_PROOF, -30910, "proof is invalid")                                  \
+    X(QMDB_TOO_MANY, -30911, "too many transactions or operations")                \
+    X(QMDB_BUSY, -30912, "database is locked by another process")                  \
+    X(QMDB_NO_CHECKPOINT, -30913,                                                  \
       "every committed block is durable; only the index checkpoint was not written")
 
 enum {
@@ -106,36 +106,36 @@ typedef struct qmdb_batch qmdb_batch;
  * with it; at qmdb_open they are ignored and the stored values are used.
  */
 typedef struct qmdb_options {
-    size_t struct_size;          /**< set by qmdb_options_init */
-    uint64_t compact_thres;      /**< [create] compaction threshold (live entries per shard);
-                                      default 20,000,000 */
-    uint32_t utilization_ratio;  /**< [create] default 7 */
-    uint32_t utilization_div;    /**< [create] default 10 */
-    uint64_t entry_segment_bytes; /**< [create] size of one entry-file segment; default 1 GiB;
-                                       a multiple of 4096, at least 64 KiB */
-    uint64_t twig_segment_bytes; /**< [create] size of one twig-file segment; default 128 MiB;
-                                      a multiple of 128 KiB */
-    uint64_t history_blocks;     /**< blocks of history kept for historical proofs; a fully
-                                      inactive twig is pruned only once the last of its
-                                      entries was deactivated at least this many blocks
-                                      ago. Default 100,000. Stored at create; may be changed
-                                      at open with QMDB_OPEN_SET_HISTORY. */
-    uint32_t flags;              /**< QMDB_OPEN_* flags */
-    uint32_t read_queue_depth;   /**< batched reads (prefetch, qmdb_get_many) kept in flight
-                                      with io_uring; default 64 */
-    uint32_t indexer;            /**< QMDB_INDEXER_AUTO (default), QMDB_INDEXER_MEMORY or
-                                      QMDB_INDEXER_HYBRID; chosen at every create and open
-                                      (roots never depend on it) */
-    int32_t worker_threads;      /**< threads of the commit's CPU pool: QMDB_AUTO (default:
-                                      one less than the online CPUs, at most 15), 0 (no
-                                      worker pools: shards run on the caller's thread) or
-                                      1..15 */
-    int32_t pipeline;            /**< block pipeline: QMDB_AUTO (default: on), 1 on, 0 off
-                                      (as QMDB_OPEN_NO_PIPELINE); read-only opens never
-                                      pipeline */
-    int32_t io_uring;            /**< batched reads through io_uring: QMDB_AUTO (default: when
-                                      the kernel allows it), 1 (when the kernel allows it,
-                                      whatever the environment says), 0 (the pread pool) */
+    size_t struct_size;            /**< set by qmdb_options_init */
+    uint64_t compact_thres;        /**< [create] compaction threshold (live entries per shard);
+                                        default 20,000,000 */
+    uint32_t utilization_ratio;    /**< [create] default 7 */
+    uint32_t utilization_div;      /**< [create] default 10 */
+    uint64_t entry_segment_bytes;  /**< [create] size of one entry-file segment; default 1 GiB;
+                                        a multiple of 4096, at least 64 KiB */
+    uint64_t twig_segment_bytes;   /**< [create] size of one twig-file segment; default 128 MiB;
+                                        a multiple of 128 KiB */
+    uint64_t history_blocks;       /**< blocks of history kept for historical proofs; a fully
+                                        inactive twig is pruned only once the last of its
+                                        entries was deactivated at least this many blocks
+                                        ago. Default 100,000. Stored at create; may be changed
+                                        at open with QMDB_OPEN_SET_HISTORY. */
+    uint32_t flags;                /**< QMDB_OPEN_* flags */
+    uint32_t read_queue_depth;     /**< batched reads (prefetch, qmdb_get_many) kept in flight
+                                        with io_uring; default 64 */
+    uint32_t indexer;              /**< QMDB_INDEXER_AUTO (default), QMDB_INDEXER_MEMORY or
+                                        QMDB_INDEXER_HYBRID; chosen at every create and open
+                                        (roots never depend on it) */
+    int32_t worker_threads;        /**< threads of the commit's CPU pool: QMDB_AUTO (default:
+                                        one less than the online CPUs, at most 15), 0 (no
+                                        worker pools: shards run on the caller's thread) or
+                                        1..15 */
+    int32_t pipeline;              /**< block pipeline: QMDB_AUTO (default: on), 1 on, 0 off
+                                        (as QMDB_OPEN_NO_PIPELINE); read-only opens never
+                                        pipeline */
+    int32_t io_uring;              /**< batched reads through io_uring: QMDB_AUTO (default: when
+                                        the kernel allows it), 1 (when the kernel allows it,
+                                        whatever the environment says), 0 (the pread pool) */
     uint32_t hybrid_merge_changes; /**< hybrid indexer: merge a shard's overlay into its
                                         run after this many changes; 0 (default) = the
                                         library's choice */
@@ -263,12 +263,12 @@ QMDB_API int qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size
 
 /** One read of qmdb_get_many. */
 typedef struct qmdb_read {
-    const void *key;   /**< in */
-    size_t klen;       /**< in */
-    void *buf;         /**< in: where the value goes (may be NULL when cap is 0) */
-    size_t cap;        /**< in */
-    size_t vlen;       /**< out: the value's length (when found) */
-    int rc;            /**< out: 0, QMDB_NOTFOUND, QMDB_BUFFER_TOO_SMALL or QMDB_INVALID */
+    const void *key; /**< in */
+    size_t klen;     /**< in */
+    void *buf;       /**< in: where the value goes (may be NULL when cap is 0) */
+    size_t cap;      /**< in */
+    size_t vlen;     /**< out: the value's length (when found) */
+    int rc;          /**< out: 0, QMDB_NOTFOUND, QMDB_BUFFER_TOO_SMALL or QMDB_INVALID */
 } qmdb_read;
 
 /**
@@ -276,8 +276,8 @@ typedef struct qmdb_read {
  * batch (io_uring at the read queue depth, or a pool of pread threads where io_uring is not
  * available or QMDB_NO_URING=1 is set). The entries stay cached for the next block, so a
  * read-modify-write reads each entry once; for an absent key the entry of its predecessor is
- * fetched too (a create of it needs that), except in a read-only database. Returns 0 when every read has its own rc, or a
- * negative error (I/O, corruption) for the whole call.
+ * fetched too (a create of it needs that), except in a read-only database. Returns 0 when every
+ * read has its own rc, or a negative error (I/O, corruption) for the whole call.
  */
 QMDB_API int qmdb_get_many(qmdb_db *db, qmdb_read *reads, size_t n);
 
@@ -288,8 +288,8 @@ QMDB_API int qmdb_get_many(qmdb_db *db, qmdb_read *reads, size_t n);
  * height for all its keys. Each in-flight block keeps the values its writes replaced until it
  * is durable, so these reads cost what qmdb_get_many costs.
  */
-QMDB_API int qmdb_get_committed(qmdb_db *db, const void *key, size_t klen, void *buf,
-                                size_t cap, size_t *vlen);
+QMDB_API int qmdb_get_committed(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap,
+                                size_t *vlen);
 QMDB_API int qmdb_get_many_committed(qmdb_db *db, qmdb_read *reads, size_t n);
 
 /* ---- Blocks ---------------------------------------------------------------------------- */
@@ -344,53 +344,56 @@ QMDB_API int qmdb_prune(qmdb_db *db);
 /* ---- Statistics ------------------------------------------------------------------------- */
 
 typedef struct qmdb_stats {
-    size_t struct_size;          /**< in: sizeof(qmdb_stats) (QMDB_STATS_INIT); out: bytes
-                                      written */
+    size_t struct_size; /**< in: sizeof(qmdb_stats) (QMDB_STATS_INIT); out: bytes
+                             written */
     uint64_t height;
-    uint64_t live_entries;       /**< live user entries (sentries excluded) */
-    uint64_t live_with_sentries; /**< live entries including the 65,536 sentries */
-    uint64_t total_entries;      /**< entries ever appended (sum of next serial numbers) */
-    uint64_t unpruned_entries;   /**< entries still on disk (not pruned) */
-    uint64_t index_dram_bytes;   /**< DRAM used by the indexer */
-    uint64_t index_ssd_bytes;    /**< hybrid indexer: bytes of its run files */
-    uint64_t index_merges;       /**< hybrid indexer: overlay merges installed since open */
-    uint64_t index_page_reads;   /**< hybrid indexer: run pages read by lookups since open */
-    uint32_t indexer;            /**< QMDB_INDEXER_* in use */
+    uint64_t live_entries;         /**< live user entries (sentries excluded) */
+    uint64_t live_with_sentries;   /**< live entries including the 65,536 sentries */
+    uint64_t total_entries;        /**< entries ever appended (sum of next serial numbers) */
+    uint64_t unpruned_entries;     /**< entries still on disk (not pruned) */
+    uint64_t index_dram_bytes;     /**< DRAM used by the indexer */
+    uint64_t index_ssd_bytes;      /**< hybrid indexer: bytes of its run files */
+    uint64_t index_merges;         /**< hybrid indexer: overlay merges installed since open */
+    uint64_t index_page_reads;     /**< hybrid indexer: run pages read by lookups since open */
+    uint32_t indexer;              /**< QMDB_INDEXER_* in use */
     uint32_t index_resumed_shards; /**< shards whose index was loaded from its run file at
                                         open (a checkpoint, or after a crash a merge's run plus
                                         the index journal; 0..16; 0 = rebuilt from the log or
                                         in-memory) */
-    uint64_t tree_dram_bytes;    /**< DRAM used by twigs, ActiveBits and upper trees */
-    uint64_t cache_dram_bytes;   /**< DRAM of per-block buffers: warm-entry caches and the
-                                      in-flight blocks' pre-images (scale with the block
-                                      size, not with the number of entries) */
-    uint64_t ssd_bytes;          /**< bytes of all database files */
-    uint64_t entry_file_bytes;   /**< bytes of entry files (unpruned) */
-    uint64_t twig_file_bytes;    /**< bytes of twig files (unpruned) */
-    uint64_t compactions;        /**< compaction steps done since open */
-    uint64_t warm_hits;          /**< entry reads served from entries that qmdb_get fetched
-                                      for the next block (log reads saved), since open */
-    uint64_t pruned_twigs;       /**< twigs pruned (all shards), from the durable metadata:
-                                      the count survives reopening */
-    uint64_t batched_reads;      /**< reads issued in batches by the prefetcher and
-                                      qmdb_get_many: entries, and with the hybrid indexer the
-                                      index pages not in the page cache */
-    uint64_t sha256_compressions; /**< SHA-256 compressions done by commits since open */
-    uint64_t blocks_committed;   /**< blocks committed since open */
-    uint32_t pipeline;           /**< 1 when the block pipeline is on */
-    uint32_t io_uring;           /**< 1 when batched reads use io_uring (0: pread pool) */
+    uint64_t tree_dram_bytes;      /**< DRAM used by twigs, ActiveBits and upper trees */
+    uint64_t cache_dram_bytes;     /**< DRAM of per-block buffers: warm-entry caches and the
+                                        in-flight blocks' pre-images (scale with the block
+                                        size, not with the number of entries) */
+    uint64_t ssd_bytes;            /**< bytes of all database files */
+    uint64_t entry_file_bytes;     /**< bytes of entry files (unpruned) */
+    uint64_t twig_file_bytes;      /**< bytes of twig files (unpruned) */
+    uint64_t compactions;          /**< compaction steps done since open */
+    uint64_t warm_hits;            /**< entry reads served from entries that qmdb_get fetched
+                                        for the next block (log reads saved), since open */
+    uint64_t pruned_twigs;         /**< twigs pruned (all shards), from the durable metadata:
+                                        the count survives reopening */
+    uint64_t batched_reads;        /**< reads issued in batches by the prefetcher and
+                                        qmdb_get_many: entries, and with the hybrid indexer the
+                                        index pages not in the page cache */
+    uint64_t sha256_compressions;  /**< SHA-256 compressions done by commits since open */
+    uint64_t blocks_committed;     /**< blocks committed since open */
+    uint32_t pipeline;             /**< 1 when the block pipeline is on */
+    uint32_t io_uring;             /**< 1 when batched reads use io_uring (0: pread pool) */
     uint64_t compact_thres;
     uint32_t utilization_ratio, utilization_div;
     uint64_t history_blocks;
-    uint64_t index_replayed_blocks; /**< hybrid indexer: blocks replayed from the index
-                                         journal at open, all shards (0 after a clean close
-                                         or a rebuild from the log) */
+    uint64_t index_replayed_blocks;  /**< hybrid indexer: blocks replayed from the index
+                                          journal at open, all shards (0 after a clean close
+                                          or a rebuild from the log) */
     uint64_t index_replayed_changes; /**< hybrid indexer: index changes and deactivations
                                           replayed from the journal at open */
 } qmdb_stats;
 
 /** Initializer: qmdb_stats st = QMDB_STATS_INIT; */
-#define QMDB_STATS_INIT {.struct_size = sizeof(qmdb_stats)}
+#define QMDB_STATS_INIT                   \
+    {                                     \
+        .struct_size = sizeof(qmdb_stats) \
+    }
 
 /** Fills *st (st->struct_size must be set: QMDB_STATS_INIT; QMDB_INVALID if it is smaller
  *  than the first released qmdb_stats). Waits for blocks in flight. */
@@ -429,8 +432,8 @@ QMDB_API int qmdb_check(const char *dir, qmdb_check_fn fn, void *arg, uint64_t *
  * Cost: a proof about the latest height reads a few entries and 12 twig-file nodes; the first
  * historical proof on a shard after a commit scans that shard's new log tail (see PROOFS.md).
  */
-QMDB_API int qmdb_prove(qmdb_db *db, const void *key, size_t klen, uint64_t height,
-                        uint8_t **out, size_t *outlen);
+QMDB_API int qmdb_prove(qmdb_db *db, const void *key, size_t klen, uint64_t height, uint8_t **out,
+                        size_t *outlen);
 QMDB_API void qmdb_proof_free(uint8_t *proof);
 
 /**
@@ -449,19 +452,22 @@ QMDB_API int qmdb_proof_verify(const uint8_t *proof, size_t len, const uint8_t r
 
 /** What a proof says, from its header (not verified). */
 typedef struct qmdb_proof_info {
-    size_t struct_size;  /**< in: sizeof(qmdb_proof_info) (QMDB_PROOF_INFO_INIT); out: bytes
-                              written */
+    size_t struct_size; /**< in: sizeof(qmdb_proof_info) (QMDB_PROOF_INFO_INIT); out: bytes
+                             written */
     uint32_t format_version;
-    int absent;          /**< 1: exclusion proof */
-    int deactivated;     /**< 1: historical proof through the deactivating entry */
+    int absent;      /**< 1: exclusion proof */
+    int deactivated; /**< 1: historical proof through the deactivating entry */
     unsigned shard;
     uint64_t height;
-    unsigned entries;    /**< entry records (1 or 2) */
+    unsigned entries;      /**< entry records (1 or 2) */
     unsigned upper_levels; /**< U = max_level - 12 of the shard tree */
 } qmdb_proof_info;
 
 /** Initializer: qmdb_proof_info info = QMDB_PROOF_INFO_INIT; */
-#define QMDB_PROOF_INFO_INIT {.struct_size = sizeof(qmdb_proof_info)}
+#define QMDB_PROOF_INFO_INIT                   \
+    {                                          \
+        .struct_size = sizeof(qmdb_proof_info) \
+    }
 
 /** Parses a proof's header; QMDB_BAD_PROOF if it is not a well-formed proof, QMDB_INVALID if
  *  info->struct_size is not set (QMDB_PROOF_INFO_INIT). */

@@ -5,10 +5,10 @@
  */
 #include "changeset.h"
 
-#include <stdlib.h>
-
 #include "entry.h"
 #include "hash.h"
+
+#include <stdlib.h>
 
 int
 qmdb_batch_new(qmdb_batch **out)

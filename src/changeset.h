@@ -23,8 +23,8 @@ struct qmdb_batch {
     size_t alen, acap;
     qm_bop *ops;
     size_t nops, ocap;
-    u32 tx;          /* current transaction index */
-    bool tx0_named;  /* a `tx` already named transaction 0 */
+    u32 tx;         /* current transaction index */
+    bool tx0_named; /* a `tx` already named transaction 0 */
 };
 
 typedef struct qm_changeset {

@@ -23,15 +23,15 @@
  */
 #include "check.h"
 
+#include "codec.h"
+#include "entry.h"
+#include "io.h"
+
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#include "codec.h"
-#include "entry.h"
-#include "io.h"
 
 typedef struct chk {
     qmdb_check_fn fn;
@@ -83,16 +83,18 @@ check_meta_slots(chk *c, const char *dir)
             m0.seq == 0)
             continue; /* never written: a new database has only slot 0 */
         if (blank) {
-            report(c, "%s: metadata slot %u at offset %zu is %s: the record it held is lost",
-                   path, k, off, n ? "blank" : "missing (file truncated)");
+            report(c, "%s: metadata slot %u at offset %zu is %s: the record it held is lost", path,
+                   k, off, n ? "blank" : "missing (file truncated)");
             continue;
         }
         /* Each slot holds two copies of the record (meta.h); the rest must be zero. */
         for (size_t i = 0; i < n; i++) {
             bool in_copy = i < QM_META_LEN || (i >= QM_META_COPY && i < QM_META_COPY + QM_META_LEN);
             if (!in_copy && buf[off + i] != 0) {
-                report(c, "%s: metadata slot %u has a nonzero byte at offset %zu outside its "
-                       "records", path, k, off + i);
+                report(c,
+                       "%s: metadata slot %u has a nonzero byte at offset %zu outside its "
+                       "records",
+                       path, k, off + i);
                 break;
             }
         }
@@ -100,12 +102,15 @@ check_meta_slots(chk *c, const char *dir)
             size_t at = copy ? QM_META_COPY : 0;
             qm_meta m;
             if (n < at + QM_META_LEN || qm_meta_decode(buf + off + at, n - at, &m) != 0)
-                report(c, "%s: metadata slot %u, copy %u at offset %zu is invalid (bad CRC or "
+                report(c,
+                       "%s: metadata slot %u, copy %u at offset %zu is invalid (bad CRC or "
                        "fields): corruption, or a torn write by a crash during a commit",
                        path, k, copy, off + at);
             else if ((m.seq & 1) != k)
-                report(c, "%s: metadata slot %u, copy %u at offset %zu holds sequence %" PRIu64
-                       " (wrong slot)", path, k, copy, off + at, m.seq);
+                report(c,
+                       "%s: metadata slot %u, copy %u at offset %zu holds sequence %" PRIu64
+                       " (wrong slot)",
+                       path, k, copy, off + at, m.seq);
         }
     }
 }
@@ -115,8 +120,8 @@ check_roots(chk *c, const qm_check_view *v)
 {
     u64 h = v->meta->height, size = 0, need = QM_ROOTS_REC * (h + 1);
     if (qm_io_get()->fsize(v->roots_fd, &size) != 0 || size < need) {
-        report(c, "%s/ROOTS: %" PRIu64 " bytes, height %" PRIu64 " needs %" PRIu64, v->dir,
-               size, h, need);
+        report(c, "%s/ROOTS: %" PRIu64 " bytes, height %" PRIu64 " needs %" PRIu64, v->dir, size, h,
+               need);
         return;
     }
     static u8 buf[QM_ROOTS_REC * 1024];
@@ -131,8 +136,10 @@ check_roots(chk *c, const qm_check_view *v)
         }
         for (size_t i = 0; i < n; i += QM_ROOTS_REC)
             if (qm_roots_decode((off + i) / QM_ROOTS_REC, buf + i, root) != 0)
-                report(c, "%s/ROOTS: the record of height %" PRIu64 " at offset %" PRIu64
-                       " fails its check (damaged)", v->dir, (off + i) / QM_ROOTS_REC, off + i);
+                report(c,
+                       "%s/ROOTS: the record of height %" PRIu64 " at offset %" PRIu64
+                       " fails its check (damaged)",
+                       v->dir, (off + i) / QM_ROOTS_REC, off + i);
     }
 }
 
@@ -184,18 +191,18 @@ check_record(void *arg, const u8 key6[6], u64 pos)
     qm_entry e;
     int erc = qm_shard_read_entry(s, pos, &w->buf, &e);
     if (erc) {
-        report(c, "%s: indexed entry unreadable: %s (%s)", where, qmdb_strerror(erc),
-               s->err->msg);
+        report(c, "%s: indexed entry unreadable: %s (%s)", where, qmdb_strerror(erc), s->err->msg);
         return 0;
     }
     u8 kh[32];
     qm_entry_key_hash(e.key, e.klen, e.vlen, kh);
     if ((kh[0] >> 4) != s->id || memcmp(kh, key6, 6) != 0)
-        report(c, "%s: entry SN %" PRIu64 " has a key hash that does not match its "
-               "index record (shard %u)", where, e.sn, s->id);
+        report(c,
+               "%s: entry SN %" PRIu64 " has a key hash that does not match its "
+               "index record (shard %u)",
+               where, e.sn, s->id);
     if (e.sn < w->sn0 || e.sn >= t->next_sn || !qm_tree_is_active(t, e.sn)) {
-        report(c, "%s: indexed entry SN %" PRIu64 " is not active in the ActiveBits", where,
-               e.sn);
+        report(c, "%s: indexed entry SN %" PRIu64 " is not active in the ActiveBits", where, e.sn);
         return 0;
     }
     u64 k = e.sn - w->sn0;
@@ -238,8 +245,10 @@ check_shard(chk *c, qm_shard *s)
     for (u64 id = t->first_twig; id < t->ntwigs; id++)
         active += t->twigs[id].nactive;
     if (active != count || active != s->live)
-        report(c, "shard %u: %" PRIu64 " active bits, %" PRIu64 " index records, %" PRIu64
-               " live entries in META: they must be equal", s->id, active, count, s->live);
+        report(c,
+               "shard %u: %" PRIu64 " active bits, %" PRIu64 " index records, %" PRIu64
+               " live entries in META: they must be equal",
+               s->id, active, count, s->live);
     qsort(links, n, sizeof(link), link_cmp);
     for (u64 i = 0; i < n; i++) {
         u8 want[32];
@@ -253,8 +262,10 @@ check_shard(chk *c, qm_shard *s)
         }
         if (memcmp(links[i].next, want, 32) != 0) {
             seg_name(&s->entries, links[i].pos, where, sizeof(where));
-            report(c, "%s: next_key_hash breaks the key-hash chain (it is not the next live "
-                   "key hash)", where);
+            report(c,
+                   "%s: next_key_hash breaks the key-hash chain (it is not the next live "
+                   "key hash)",
+                   where);
         }
     }
     if (n > 0 && (links[0].kh[0] != (u8)(s->id << 4) || links[0].kh[1] != 0 ||

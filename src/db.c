@@ -19,13 +19,13 @@
  *
  * Thread: the writer (one thread at a time) and the flusher thread; see db_int.h.
  */
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "db_int.h"
 #include "hash.h"
 #include "io.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /*
  * Shards share nothing, so the commit runs them as parallel jobs. This is done only with
@@ -99,8 +99,8 @@ job_shard_sync(void *arg, size_t i)
         int jfd = db->jfd[m->height & 1][i];
         int rc = jfd >= 0 ? qm_io_get()->fsync(jfd) : 0;
         if (rc)
-            return qm_err_set(&db->err, rc, "shard %zu: fsync of the index journal failed: %s",
-                              i, qmdb_strerror(rc));
+            return qm_err_set(&db->err, rc, "shard %zu: fsync of the index journal failed: %s", i,
+                              qmdb_strerror(rc));
         return 0;
     }
     /* The last job: the state root of this height goes to ROOTS, durably. */
@@ -256,13 +256,12 @@ db_pipeline_start(qmdb_db *db, const qmdb_options *opt)
      * synchronous ones, and no pipeline. */
     if (qm_io_concurrent()) {
         unsigned qd = opt->read_queue_depth ? opt->read_queue_depth : 64;
-        QM_RET(qm_rio_new(qd, (opt->flags & QMDB_OPEN_DIRECT_IO) != 0, opt->io_uring,
-                          &db->rio));
+        QM_RET(qm_rio_new(qd, (opt->flags & QMDB_OPEN_DIRECT_IO) != 0, opt->io_uring, &db->rio));
     }
     const char *env = getenv("QMDB_PIPELINE");
     bool on = opt->pipeline == QMDB_AUTO ? !(env && *env && atoi(env) == 0) : opt->pipeline == 1;
-    db->pipeline = !db->par.rdonly && !(opt->flags & QMDB_OPEN_NO_PIPELINE) && on &&
-                   qm_io_concurrent();
+    db->pipeline =
+        !db->par.rdonly && !(opt->flags & QMDB_OPEN_NO_PIPELINE) && on && qm_io_concurrent();
     if (!db->pipeline)
         return 0;
     int e = pthread_create(&db->flusher, NULL, flusher_main, db);
@@ -303,7 +302,8 @@ qmdb_submit(qmdb_db *db, uint64_t height, const qmdb_batch *b)
         return qm_err_set(&db->err, QMDB_INVALID, "database was opened read-only");
     if (height != db->submitted + 1)
         return qm_err_set(&db->err, QMDB_BAD_HEIGHT,
-                          "block height %" PRIu64 " is not the last submitted height + 1 (%" PRIu64 ")",
+                          "block height %" PRIu64 " is not the last submitted height + 1 (%" PRIu64
+                          ")",
                           height, db->submitted + 1);
     if (!b)
         return QMDB_INVALID;
@@ -350,8 +350,8 @@ db_root(qmdb_db *db, u64 height, u8 out[32])
     if (height == UINT64_MAX || height == top)
         return 0;
     if (height > top)
-        return qm_err_set(&db->err, QMDB_NOTFOUND, "height %" PRIu64 " is above the latest (%" PRIu64 ")",
-                          height, top);
+        return qm_err_set(&db->err, QMDB_NOTFOUND,
+                          "height %" PRIu64 " is above the latest (%" PRIu64 ")", height, top);
     return qm_roots_read(db->roots_fd, db->dir, height, out, &db->err);
 }
 

@@ -21,8 +21,6 @@
 #ifndef QM_DB_INT_H
 #define QM_DB_INT_H
 
-#include <pthread.h>
-
 #include "changeset.h"
 #include "meta.h"
 #include "pool.h"
@@ -32,12 +30,14 @@
 #include "shard.h"
 #include "undo.h"
 
+#include <pthread.h>
+
 enum db_state { DB_READY, DB_FATAL };
 
 struct qmdb_db {
     char *dir;
     qm_params par;
-    qm_meta meta;      /* last committed (durable) metadata; guarded by mu */
+    qm_meta meta; /* last committed (durable) metadata; guarded by mu */
     int meta_fd;
     int roots_fd;
     int lock_fd;
@@ -59,18 +59,18 @@ struct qmdb_db {
     pthread_t flusher;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    u64 submitted;     /* last block whose update stage finished (set under mu before the
-                        * writer lock is released, so readers see it with its writes) */
+    u64 submitted; /* last block whose update stage finished (set under mu before the
+                    * writer lock is released, so readers see it with its writes) */
     qm_undo undo[2][QM_SHARD_COUNT]; /* pre-images of the in-flight blocks, by height & 1 */
-    u64 hashed;        /* last block whose hash stage finished */
-    bool job_ready;    /* a block waits for its hash and flush stages */
-    u64 job_height;    /* the block in the job slot */
+    u64 hashed;                      /* last block whose hash stage finished */
+    bool job_ready;                  /* a block waits for its hash and flush stages */
+    u64 job_height;                  /* the block in the job slot */
     qm_hp_ticket tickets[2][QM_SHARD_COUNT][3]; /* by height & 1: U of H+1 overlaps F of H */
     int jfd[2][QM_SHARD_COUNT]; /* hybrid indexer: the journal fd block h & 1 fsyncs, or -1 */
-    qm_meta job_meta;  /* the hash stage's metadata record, for the flush stage */
-    int bg_rc;         /* first failure of a background stage (guarded by mu) */
-    u64 compressions;  /* SHA-256 compressions by commits (atomic) */
-    u64 blocks;        /* blocks committed since open (guarded by mu) */
+    qm_meta job_meta;           /* the hash stage's metadata record, for the flush stage */
+    int bg_rc;                  /* first failure of a background stage (guarded by mu) */
+    u64 compressions;           /* SHA-256 compressions by commits (atomic) */
+    u64 blocks;                 /* blocks committed since open (guarded by mu) */
 };
 
 static inline bool

@@ -7,6 +7,11 @@
  *
  * Thread: the caller's (create, open, close and check are writer functions).
  */
+#include "check.h"
+#include "db.h"
+#include "db_int.h"
+#include "io.h"
+
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,11 +19,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "check.h"
-#include "db.h"
-#include "db_int.h"
-#include "io.h"
 
 static _Thread_local char open_error[512];
 
@@ -58,13 +58,14 @@ indexer_params(const qmdb_options *o, qm_params *par, qm_err *err)
     if (kind == QMDB_INDEXER_AUTO)
         kind = env && strcmp(env, "hybrid") == 0 ? QMDB_INDEXER_HYBRID : QMDB_INDEXER_MEMORY;
     if (kind != QMDB_INDEXER_MEMORY && kind != QMDB_INDEXER_HYBRID)
-        return qm_err_set(err, QMDB_INVALID, "indexer must be QMDB_INDEXER_MEMORY or "
+        return qm_err_set(err, QMDB_INVALID,
+                          "indexer must be QMDB_INDEXER_MEMORY or "
                           "QMDB_INDEXER_HYBRID");
     par->hybrid = kind == QMDB_INDEXER_HYBRID;
     const char *m = getenv("QMDB_HIX_MERGE");
     par->hix_merge = o->hybrid_merge_changes ? o->hybrid_merge_changes
-                     : m && *m                ? strtoull(m, NULL, 10)
-                                              : 0;
+                     : m && *m               ? strtoull(m, NULL, 10)
+                                             : 0;
     return 0;
 }
 
@@ -112,8 +113,8 @@ db_lock(qmdb_db *db)
                           strerror(errno));
     if (flock(db->lock_fd, (db->par.rdonly ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
         if (errno == EWOULDBLOCK)
-            return qm_err_set(&db->err, QMDB_BUSY, "%s is in use by another handle (%s)",
-                              db->dir, db->par.rdonly ? "a writer" : "a reader or a writer");
+            return qm_err_set(&db->err, QMDB_BUSY, "%s is in use by another handle (%s)", db->dir,
+                              db->par.rdonly ? "a writer" : "a reader or a writer");
         return qm_err_set(&db->err, -errno, "cannot lock %s: %s", db->dir, strerror(errno));
     }
     struct stat a, b;
@@ -189,8 +190,8 @@ roots_open(qmdb_db *db, bool create)
         flags |= O_CREAT | O_TRUNC;
     int fd = qm_io_get()->open(path, flags, 0644);
     if (fd < 0)
-        return qm_err_set(&db->err, fd == -ENOENT ? QMDB_CORRUPT : fd, "cannot open %s: %s",
-                          path, qmdb_strerror(fd));
+        return qm_err_set(&db->err, fd == -ENOENT ? QMDB_CORRUPT : fd, "cannot open %s: %s", path,
+                          qmdb_strerror(fd));
     db->roots_fd = fd;
     return 0;
 }
@@ -314,8 +315,8 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
     db->par.compact_thres = db->meta.compact_thres;
     db->par.util_ratio = db->meta.util_ratio;
     db->par.util_div = db->meta.util_div;
-    db->par.history_blocks = (opt->flags & QMDB_OPEN_SET_HISTORY) ? opt->history_blocks
-                                                                  : db->meta.history_blocks;
+    db->par.history_blocks =
+        (opt->flags & QMDB_OPEN_SET_HISTORY) ? opt->history_blocks : db->meta.history_blocks;
     db->par.entry_seg = db->meta.entry_seg;
     db->par.twig_seg = db->meta.twig_seg;
     db->par.height = db->meta.height;
@@ -341,9 +342,10 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
         QM_TRY(qm_io_get()->ftruncate(db->roots_fd, want));
     QM_TRY(qm_roots_read(db->roots_fd, dir, db->meta.height, root, &db->err));
     if (memcmp(root, db->meta.state_root, 32) != 0) {
-        rc = QM_CORRUPT(&db->err, "%s/ROOTS: root of height %" PRIu64 " at offset %" PRIu64
-                        " differs from the metadata", dir, db->meta.height,
-                        want - QM_ROOTS_REC);
+        rc = QM_CORRUPT(&db->err,
+                        "%s/ROOTS: root of height %" PRIu64 " at offset %" PRIu64
+                        " differs from the metadata",
+                        dir, db->meta.height, want - QM_ROOTS_REC);
         goto out;
     }
     if (getenv("QMDB_TRACE")) {
@@ -415,8 +417,7 @@ qmdb_check(const char *dir, qmdb_check_fn fn, void *arg, uint64_t *problems)
     o.flags = QMDB_OPEN_RDONLY;
     qmdb_db *db = NULL;
     int rc = qmdb_open(dir, &o, &db);
-    if (rc == QMDB_BUSY || rc == QMDB_NOTADB || rc == QMDB_VERSION_MISMATCH ||
-        rc == QMDB_INVALID) {
+    if (rc == QMDB_BUSY || rc == QMDB_NOTADB || rc == QMDB_VERSION_MISMATCH || rc == QMDB_INVALID) {
         if (problems)
             *problems = n;
         return rc; /* no answer about the files: not a problem found in them */

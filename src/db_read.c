@@ -7,14 +7,14 @@
  * Thread: qmdb_get*, qmdb_height and qmdb_root from any thread (under `rw` shared or `mu`);
  * qmdb_stat, qmdb_prove and the check view are writer functions.
  */
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "check.h"
 #include "db.h"
 #include "db_int.h"
 #include "hash.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 const char *
 qmdb_last_error(qmdb_db *db)
@@ -124,8 +124,7 @@ qmdb_get_many_committed(qmdb_db *db, qmdb_read *reads, size_t n)
 }
 
 int
-qmdb_get_committed(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap,
-                   size_t *vlen)
+qmdb_get_committed(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_t *vlen)
 {
     if (!vlen)
         return QMDB_INVALID;
@@ -152,8 +151,8 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
         qm_shard_add_stats(&db->shard[i], st);
         st->pruned_twigs += db->meta.shard[i].first_twig; /* twigs 0.., durable */
-        st->cache_dram_bytes += qm_undo_dram_bytes(&db->undo[0][i]) +
-                                qm_undo_dram_bytes(&db->undo[1][i]);
+        st->cache_dram_bytes +=
+            qm_undo_dram_bytes(&db->undo[0][i]) + qm_undo_dram_bytes(&db->undo[1][i]);
     }
     st->batched_reads = db->rio ? qm_rio_reads(db->rio) : 0;
     st->sha256_compressions = __atomic_load_n(&db->compressions, __ATOMIC_RELAXED);

@@ -5,10 +5,10 @@
  */
 #include "entry.h"
 
-#include <pthread.h>
-
 #include "codec.h"
 #include "hash.h"
+
+#include <pthread.h>
 
 u32
 qm_entry_encode(u8 *out, const u8 *key, u32 klen, const u8 *val, u32 vlen,

@@ -36,7 +36,7 @@ typedef struct qm_entry {
     i64 version;
     u64 sn;
     u32 ndsn;
-    u64 dsn[2]; /* the first two DSNs (the engine writes at most two) */
+    u64 dsn[2];        /* the first two DSNs (the engine writes at most two) */
     const u8 *dsn_raw; /* all ndsn DSNs, 8 bytes LE each */
     u32 stored_len;
     u32 payload_len;

@@ -15,8 +15,8 @@ qmdb_strerror(int rc)
     if (rc == 0)
         return "success";
     switch (rc) {
-#define QM_ERR_CASE_(name, val, msg)                                                           \
-    case val:                                                                                  \
+#define QM_ERR_CASE_(name, val, msg) \
+    case val:                        \
         return msg;
         QMDB_ERROR_MAP(QM_ERR_CASE_)
 #undef QM_ERR_CASE_

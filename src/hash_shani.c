@@ -13,17 +13,16 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-
 __attribute__((target("sha,sse4.1,ssse3"))) void
 qm_sha256_compress_shani(u32 state[8], const u8 *p, size_t nblocks)
 {
     const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
-    __m128i t = _mm_loadu_si128((const __m128i *)&state[0]); /* a b c d */
+    __m128i t = _mm_loadu_si128((const __m128i *)&state[0]);  /* a b c d */
     __m128i s1 = _mm_loadu_si128((const __m128i *)&state[4]); /* e f g h */
     t = _mm_shuffle_epi32(t, 0xB1);
     s1 = _mm_shuffle_epi32(s1, 0x1B);
-    __m128i s0 = _mm_alignr_epi8(t, s1, 8);   /* ABEF */
-    s1 = _mm_blend_epi16(s1, t, 0xF0);         /* CDGH */
+    __m128i s0 = _mm_alignr_epi8(t, s1, 8); /* ABEF */
+    s1 = _mm_blend_epi16(s1, t, 0xF0);      /* CDGH */
 
     while (nblocks--) {
         const __m128i save0 = s0, save1 = s1;
@@ -48,10 +47,10 @@ qm_sha256_compress_shani(u32 state[8], const u8 *p, size_t nblocks)
         p += 64;
     }
 
-    t = _mm_shuffle_epi32(s0, 0x1B);            /* FEBA */
-    s1 = _mm_shuffle_epi32(s1, 0xB1);           /* DCHG */
-    s0 = _mm_blend_epi16(t, s1, 0xF0);          /* DCBA */
-    s1 = _mm_alignr_epi8(s1, t, 8);             /* HGFE */
+    t = _mm_shuffle_epi32(s0, 0x1B);   /* FEBA */
+    s1 = _mm_shuffle_epi32(s1, 0xB1);  /* DCHG */
+    s0 = _mm_blend_epi16(t, s1, 0xF0); /* DCBA */
+    s1 = _mm_alignr_epi8(s1, t, 8);    /* HGFE */
     _mm_storeu_si128((__m128i *)&state[0], s0);
     _mm_storeu_si128((__m128i *)&state[4], s1);
 }

@@ -8,7 +8,11 @@
  * Thread: see hindex.h. Merges of all indexes of the process are serialised (one at a time)
  * so that they take one core at most.
  */
+#include "codec.h"
 #include "hindex_int.h"
+#include "hixj.h"
+#include "indexer.h"
+#include "io.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,11 +22,6 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
-
-#include "codec.h"
-#include "hixj.h"
-#include "indexer.h"
-#include "io.h"
 
 #define HIX_MIN_MERGE 32768u
 /* A journal this long starts a merge whatever the overlay's size (blocks with few changes
@@ -182,7 +181,6 @@ hix_run_close(const qm_io *io, run *r)
     r->fd = -1;
 }
 
-
 /* First record of the page (n records) whose key is >= key. */
 static u32
 page_lower_bound(const u8 *pg, u32 n, u64 key)
@@ -198,13 +196,11 @@ page_lower_bound(const u8 *pg, u32 n, u64 key)
     return lo;
 }
 
-
 static u32
 page_nrec(const run *r, u64 p)
 {
     return p + 1 < r->npages ? QM_HIX_PER_PAGE : (u32)(r->nrec - p * QM_HIX_PER_PAGE);
 }
-
 
 /*
  * Run pages recently read by this thread, keyed by (run id, page): the lookups of one key
@@ -303,12 +299,11 @@ qm_hix_cached(qm_hindex *x, const u8 kh[32])
         return false;
     /* Anything else (an error, a damaged page) is left to the lookup, which reads the page
      * again and reports it. A test I/O layer sees this read as it sees batched ones (io.h). */
-    if (n == QM_HIX_PAGE && (!x->io->read_done ||
-                             x->io->read_done(r->fd, (p + 1) * QM_HIX_PAGE, QM_HIX_PAGE, n) == n))
+    if (n == QM_HIX_PAGE &&
+        (!x->io->read_done || x->io->read_done(r->fd, (p + 1) * QM_HIX_PAGE, QM_HIX_PAGE, n) == n))
         (void)pc_admit(x, r, p, e);
     return true;
 }
-
 
 /* Merges F into a new run (the merger's work; mu not held). */
 static void
@@ -318,7 +313,7 @@ merge_frozen(qm_hindex *x)
     run out = {.fd = -1};
     pthread_mutex_lock(&g_merge_mu);
     int rc = hix_merge_write(x, &x->r, ls, x->fblob ? &x->fst : NULL, x->fgen, x->fblob,
-                         x->fblob_len, &out, &x->merr);
+                             x->fblob_len, &out, &x->merr);
     pthread_mutex_unlock(&g_merge_mu);
     pthread_mutex_lock(&x->mu);
     x->out = out;

@@ -9,13 +9,13 @@
 #ifndef QM_HINDEX_INT_H
 #define QM_HINDEX_INT_H
 
-#include <pthread.h>
-
 #include "codec.h"
 #include "hindex.h"
 #include "hixj.h"
 #include "indexer.h"
 #include "io.h"
+
+#include <pthread.h>
 
 #define HIX_MAGIC "QMDBHIX1"
 #define HIX_VERSION 2u
@@ -61,16 +61,16 @@ struct qm_hindex {
     run out;
     qm_err merr, *err;
     u64 merges;
-    u64 page_reads; /* atomic */
+    u64 page_reads;      /* atomic */
     struct memo_ent *mt; /* the per-block memo (below), guarded by mmu */
     u64 mcap, mn, mrun;
     pthread_mutex_t mmu;
-    u64 gen;            /* generation of run r (0: none yet) */
-    qm_hixj j;          /* the journal of the blocks since (hixj.h) */
-    qm_hix_state fst;   /* F's state (the snapshot taken when it was frozen) */
-    u8 *fblob;          /* and its blob (fblob_len bytes) */
+    u64 gen;          /* generation of run r (0: none yet) */
+    qm_hixj j;        /* the journal of the blocks since (hixj.h) */
+    qm_hix_state fst; /* F's state (the snapshot taken when it was frozen) */
+    u8 *fblob;        /* and its blob (fblob_len bytes) */
     size_t fblob_len;
-    u64 fgen;           /* the generation of the run F's merge writes */
+    u64 fgen; /* the generation of the run F's merge writes */
 };
 
 /* Records of a bulk load or an overlay collected for a merge (12-byte records), minus those
@@ -109,11 +109,10 @@ QM_HIDDEN void hix_run_close(const qm_io *io, run *r);
 QM_HIDDEN void hix_bulk_free(qm_hindex *x);
 
 /* hixrun.c */
-QM_HIDDEN int hix_merged_walk(qm_hindex *x, const run *r, layer *const *ls, qm_hix_fn fn,
-                              void *arg, qm_err *err);
-QM_HIDDEN int hix_merge_write(qm_hindex *x, const run *r, layer *const *ls,
-                              const qm_hix_state *st, u64 gen, const u8 *blob, size_t blob_len,
-                              run *out, qm_err *err);
+QM_HIDDEN int hix_merged_walk(qm_hindex *x, const run *r, layer *const *ls, qm_hix_fn fn, void *arg,
+                              qm_err *err);
+QM_HIDDEN int hix_merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state *st,
+                              u64 gen, const u8 *blob, size_t blob_len, run *out, qm_err *err);
 QM_HIDDEN u64 hix_new_chain_gen(void);
 
 #endif /* QM_HINDEX_INT_H */

@@ -33,11 +33,11 @@
  */
 #include "hixj.h"
 
+#include "codec.h"
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#include "codec.h"
 
 #define HIXJ_MAGIC "QMDBHIXJ"
 #define HIXJ_VERSION 1u

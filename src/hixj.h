@@ -33,13 +33,13 @@ typedef struct qm_hixj {
     const qm_io *io;
     char dir[4096];
     unsigned shard;
-    int fd[2];  /* by generation & 1; -1 when closed */
-    u64 gen;    /* the generation appended to */
-    u64 off;    /* its append offset */
-    bool on;    /* recording (a generation was started or resumed) */
-    u8 *buf;    /* items of the block being applied */
+    int fd[2]; /* by generation & 1; -1 when closed */
+    u64 gen;   /* the generation appended to */
+    u64 off;   /* its append offset */
+    bool on;   /* recording (a generation was started or resumed) */
+    u8 *buf;   /* items of the block being applied */
     size_t len, cap;
-    int rc;     /* first failure to grow buf (reported at qm_hixj_block) */
+    int rc; /* first failure to grow buf (reported at qm_hixj_block) */
 } qm_hixj;
 
 QM_HIDDEN void qm_hixj_init(qm_hixj *j, const qm_io *io, const char *dir, unsigned shard);
@@ -71,9 +71,8 @@ QM_HIDDEN int qm_hixj_block(qm_hixj *j, const qm_hixj_blk *b, int *sync_fd, qm_e
  * heights <= max_h, copied to *recs (malloc'd, *len bytes); *end: their end offset in the
  * file; *last_h: the last height read (first_h - 1 if none). QMDB_NOTFOUND: no such journal.
  */
-QM_HIDDEN int qm_hixj_read(const qm_io *io, const char *dir, unsigned shard, u64 gen,
-                           u64 first_h, u64 max_h, u8 **recs, size_t *len, u64 *end,
-                           u64 *last_h);
+QM_HIDDEN int qm_hixj_read(const qm_io *io, const char *dir, unsigned shard, u64 gen, u64 first_h,
+                           u64 max_h, u8 **recs, size_t *len, u64 *end, u64 *last_h);
 
 /* Walks records read by qm_hixj_read: *b the block, its items in [*items, *items + *ilen).
  * Returns the record's length, 0 at the end. */

@@ -106,8 +106,7 @@ rw_flush(rwriter *w)
         return 0;
     int rc = qm_iox_pwrite_full(w->x->io, w->fd, w->buf, w->blen, w->off);
     if (rc)
-        return qm_err_set(w->err, rc, "%s: writing the index run: %s", w->x->tmp,
-                          strerror(-rc));
+        return qm_err_set(w->err, rc, "%s: writing the index run: %s", w->x->tmp, strerror(-rc));
     w->off += w->blen;
     w->blen = 0;
     return 0;
@@ -169,7 +168,8 @@ rw_finish(rwriter *w, const qm_hix_state *st, u64 gen, const u8 *blob, size_t bl
     QM_RET(rw_end_page(w));
     QM_RET(rw_flush(w));
     u64 sparse_off = w->off, sparse_len = w->out.npages * 6;
-    int rc = sparse_len ? qm_iox_pwrite_full(x->io, w->fd, w->out.first, sparse_len, sparse_off) : 0;
+    int rc =
+        sparse_len ? qm_iox_pwrite_full(x->io, w->fd, w->out.first, sparse_len, sparse_off) : 0;
     if (!rc && blob_len)
         rc = qm_iox_pwrite_full(x->io, w->fd, blob, blob_len, sparse_off + sparse_len);
     u8 *h = w->buf; /* reuse the buffer for the header page */
@@ -238,7 +238,7 @@ rr_next(rreader *rd, const u8 **rec)
         rd->page = p;
         rd->npg = QM_MIN((u64)RR_PAGES, rd->r->npages - p);
         int rc = qm_iox_pread_full(rd->x->io, rd->r->fd, rd->buf, rd->npg * QM_HIX_PAGE,
-                                  (p + 1) * QM_HIX_PAGE);
+                                   (p + 1) * QM_HIX_PAGE);
         if (rc)
             return qm_err_set(rd->err, rc, "%s: reading the index run: %s", rd->x->path,
                               strerror(-rc));
@@ -254,7 +254,6 @@ rr_next(rreader *rd, const u8 **rec)
     rd->i++;
     return 0;
 }
-
 
 static int
 rv_add(void *arg, const u8 key6[6], u64 pos)
@@ -356,7 +355,7 @@ write_rec(void *arg, const u8 key6[6], u64 pos)
  */
 int
 hix_merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state *st, u64 gen,
-            const u8 *blob, size_t blob_len, run *out, qm_err *err)
+                const u8 *blob, size_t blob_len, run *out, qm_err *err)
 {
     rwriter w;
     QM_RET(rw_open(&w, x, err));
@@ -446,8 +445,8 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, qm_hix_state *st
     u64 boff = qm_get_u64le(h + 32), blen = qm_get_u64le(h + 40);
     /* Sizes from the file: every comparison in a form that cannot wrap. */
     bool sane = npages < fsize / QM_HIX_PAGE &&
-                npages == nrec / QM_HIX_PER_PAGE + (nrec % QM_HIX_PER_PAGE != 0) &&
-                boff <= fsize && blen == fsize - boff;
+                npages == nrec / QM_HIX_PER_PAGE + (nrec % QM_HIX_PER_PAGE != 0) && boff <= fsize &&
+                blen == fsize - boff;
     u64 soff = sane ? (npages + 1) * QM_HIX_PAGE : 0;
     if (!sane || boff != soff + npages * 6) {
         io->close(fd);

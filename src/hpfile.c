@@ -6,13 +6,13 @@
  */
 #include "hpfile.h"
 
+#include "io.h"
+
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#include "io.h"
 
 static void
 seg_path(const qm_hpfile *f, u64 seg, char *out, size_t cap)
@@ -83,8 +83,8 @@ seg_dfd_locked(qm_hpfile *f, u64 seg, bool direct, int *fd_out)
             fd = open(path, O_RDONLY | O_CLOEXEC);
         }
         if (fd < 0)
-            return qm_err_set(f->err, -errno, "cannot open segment %s for batched reads: %s",
-                              path, strerror(errno));
+            return qm_err_set(f->err, -errno, "cannot open segment %s for batched reads: %s", path,
+                              strerror(errno));
         if (!direct)
             (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
         f->dfds[seg] = fd;
@@ -180,7 +180,8 @@ qm_hpfile_open(qm_hpfile *f, const qm_hpfile_cfg *cfg, qm_err *err)
         u64 want = (s == last) ? size - s * seg_size : seg_size, have;
         QM_TRY(io->fsize(fd, &have));
         if (have < want) {
-            rc = QM_CORRUPT(err, "%s.%010" PRIu64 ": %" PRIu64 " bytes, committed size needs %" PRIu64,
+            rc = QM_CORRUPT(err,
+                            "%s.%010" PRIu64 ": %" PRIu64 " bytes, committed size needs %" PRIu64,
                             f->path_prefix, s, have, want);
             goto out;
         }

@@ -19,9 +19,9 @@
 #ifndef QM_HPFILE_H
 #define QM_HPFILE_H
 
-#include <pthread.h>
-
 #include "qm_internal.h"
+
+#include <pthread.h>
 
 typedef struct qm_hpfile {
     char *path_prefix; /* "<dir>/<prefix>" */
@@ -32,14 +32,14 @@ typedef struct qm_hpfile {
     u64 synced;  /* bytes known durable */
     int *fds;    /* fd per segment number, -1 when not open (guarded by mu) */
     u64 nfds;
-    int *dfds;   /* batched-read fd per segment (rio.h), -1 when not open (guarded by mu) */
+    int *dfds; /* batched-read fd per segment (rio.h), -1 when not open (guarded by mu) */
     u64 ndfds;
-    u64 cold;    /* segments below this one have had their fds closed */
+    u64 cold;     /* segments below this one have had their fds closed */
     u64 closable; /* segments below this one are complete and durable (atomic) */
     pthread_mutex_t mu;
     bool new_segment; /* a segment file was created since the last sync */
     bool rdonly;
-    u8 *buf;          /* holds logical bytes [flushed, size) */
+    u8 *buf; /* holds logical bytes [flushed, size) */
     size_t buf_cap;
     qm_err *err;
 } qm_hpfile;
@@ -48,10 +48,10 @@ typedef struct qm_hpfile {
 typedef struct qm_hpfile_cfg {
     const char *dir, *prefix; /* segments are dir/prefix.NNNNNNNNNN */
     u64 seg_size;
-    u64 head, size;           /* committed values from the metadata (0, 0 when creating) */
-    size_t buf_cap;           /* write buffer (0: every append is written at once) */
-    bool create;              /* create an empty file */
-    bool rdonly;              /* open for reading only: nothing is cut, deleted or written */
+    u64 head, size; /* committed values from the metadata (0, 0 when creating) */
+    size_t buf_cap; /* write buffer (0: every append is written at once) */
+    bool create;    /* create an empty file */
+    bool rdonly;    /* open for reading only: nothing is cut, deleted or written */
 } qm_hpfile_cfg;
 
 /*
@@ -84,8 +84,9 @@ QM_HIDDEN int qm_hpfile_sync_finish(qm_hpfile *f, const qm_hp_ticket *t);
 /* Closes the fds of complete, durable segments (writer thread, readers excluded). */
 QM_HIDDEN void qm_hpfile_close_cold(qm_hpfile *f);
 
-/* For batched reads: the read-only fd (O_DIRECT when direct, else buffered, no read-ahead) and in-segment offset of logical
- * byte pos, and the bytes from pos to the end of that segment. pos must be below `flushed`. */
+/* For batched reads: the read-only fd (O_DIRECT when direct, else buffered, no read-ahead) and
+ * in-segment offset of logical byte pos, and the bytes from pos to the end of that segment. pos
+ * must be below `flushed`. */
 QM_HIDDEN int qm_hpfile_read_fd(qm_hpfile *f, u64 pos, bool direct, int *fd, u64 *off,
                                 u64 *seg_left);
 

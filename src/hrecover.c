@@ -34,12 +34,12 @@
  *
  * Thread: the shard's updater; qm_shard_hix_resume the opening thread.
  */
-#include <stdlib.h>
-
 #include "codec.h"
 #include "hindex.h"
 #include "hixj.h"
 #include "shard.h"
+
+#include <stdlib.h>
 
 #define CKPT_TWIG (QM_ACTIVE_BYTES + 8u)
 
@@ -48,7 +48,7 @@ youngest_first_pos(const qm_shard *s)
 {
     const qm_tree *t = &s->tree;
     return ((t->ntwigs - 1) << QM_TWIG_SHIFT) < t->next_sn ? t->twigs[t->ntwigs - 1].first_pos
-                                                            : s->entries.size;
+                                                           : s->entries.size;
 }
 
 /* The shard's state after its last applied block, reported as `height`, and its blob. */
@@ -225,8 +225,8 @@ qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
     if (st.height < H) {
         if (qm_hixj_read(io, dir, s->id, gen, st.height + 1, H, &j1, &l1, &end1, &last_h) != 0)
             goto out;
-        if (last_h < H && qm_hixj_read(io, dir, s->id, gen + 1, last_h + 1, H, &j2, &l2, &end2,
-                                       &last_h) != 0)
+        if (last_h < H &&
+            qm_hixj_read(io, dir, s->id, gen + 1, last_h + 1, H, &j2, &l2, &end2, &last_h) != 0)
             goto out;
         if (last_h != H)
             goto out;

@@ -5,9 +5,9 @@
  */
 #include "indexer.h"
 
-#include <stdlib.h>
-
 #include "codec.h"
+
+#include <stdlib.h>
 
 static inline qm_index_unit *
 idx_unit(qm_index *x, const u8 kh[32])

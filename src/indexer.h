@@ -46,8 +46,7 @@ QM_HIDDEN size_t qm_index_find(const qm_index *x, const u8 kh[32], u64 *out, siz
 /* Candidates for the predecessor of kh (the largest indexed key hash below it): every record
  * with the largest 6-byte prefix below kh's, plus every record with kh's own prefix. Returns
  * the total count; writes up to cap positions. */
-QM_HIDDEN size_t qm_index_pred_candidates(const qm_index *x, const u8 kh[32], u64 *out,
-                                          size_t cap);
+QM_HIDDEN size_t qm_index_pred_candidates(const qm_index *x, const u8 kh[32], u64 *out, size_t cap);
 
 QM_HIDDEN int qm_index_insert(qm_index *x, const u8 kh[32], u64 pos);
 /* Removes the record (kh, pos). Returns QMDB_NOTFOUND if absent. */

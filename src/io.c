@@ -58,9 +58,9 @@ posix_fsize(int fd, u64 *size)
     return 0;
 }
 
-static const qm_io posix_io = {posix_open,  posix_close,     posix_pread,  posix_pwrite,
-                               posix_fsync, posix_ftruncate, posix_unlink, posix_fsize,
-                               NULL,        true};
+static const qm_io posix_io = {
+    posix_open,      posix_close,  posix_pread, posix_pwrite, posix_fsync,
+    posix_ftruncate, posix_unlink, posix_fsize, NULL,         true};
 
 static _Atomic(const qm_io *) current_io;
 

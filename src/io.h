@@ -15,9 +15,9 @@
 #ifndef QM_IO_H
 #define QM_IO_H
 
-#include <sys/types.h>
-
 #include "qm_internal.h"
+
+#include <sys/types.h>
 
 typedef struct qm_io {
     int (*open)(const char *path, int flags, int mode); /* fd >= 0 or -errno */

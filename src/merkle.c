@@ -5,9 +5,9 @@
  */
 #include "merkle.h"
 
-#include <stdlib.h>
-
 #include "hash.h"
+
+#include <stdlib.h>
 
 static int
 tree_reserve(u8 **arr, u64 *cap, u64 need, size_t elem)
@@ -240,8 +240,8 @@ qm_tree_commit(qm_tree *t)
         for (u64 i = 0; i < n; i++) {
             u64 p = cur[i];
             jobs[nj++] = (qm_h2_job){tree_node(t, l - 1, 2 * p, youngest),
-                                     tree_node(t, l - 1, 2 * p + 1, youngest),
-                                     t->upper[l] + 32 * p, (u8)(l - 1)};
+                                     tree_node(t, l - 1, 2 * p + 1, youngest), t->upper[l] + 32 * p,
+                                     (u8)(l - 1)};
             if (nj == QM_ARRAY_LEN(jobs)) {
                 qm_h2_batch(jobs, nj);
                 nj = 0;

@@ -18,29 +18,29 @@
 #include "twig.h"
 
 typedef struct qm_twig {
-    u8 left_root[32];  /* valid for full twigs; the youngest uses qm_tree.ltree[1] */
-    u8 *active;        /* 256 bytes of ActiveBits; NULL once pruned (all zero) */
-    u64 first_pos;     /* entry-file offset of the twig's first entry */
-    u64 deact_height;  /* height of the latest deactivation of one of its entries */
-    u32 nactive;       /* number of set ActiveBits */
-    bool dirty;        /* twig root must be recomputed */
+    u8 left_root[32]; /* valid for full twigs; the youngest uses qm_tree.ltree[1] */
+    u8 *active;       /* 256 bytes of ActiveBits; NULL once pruned (all zero) */
+    u64 first_pos;    /* entry-file offset of the twig's first entry */
+    u64 deact_height; /* height of the latest deactivation of one of its entries */
+    u32 nactive;      /* number of set ActiveBits */
+    bool dirty;       /* twig root must be recomputed */
 } qm_twig;
 
 typedef struct qm_tree {
     qm_twig *twigs; /* index = twig id; ntwigs = youngest + 1 */
     u64 ntwigs, cap;
-    u64 first_twig;   /* lowest twig id not pruned */
+    u64 first_twig; /* lowest twig id not pruned */
     u64 next_sn;
-    u8 (*ltree)[32];  /* youngest twig's left tree: 4096-node heap */
-    unsigned lt_lo, lt_hi; /* dirty leaf range of ltree */
+    u8 (*ltree)[32];         /* youngest twig's left tree: 4096-node heap */
+    unsigned lt_lo, lt_hi;   /* dirty leaf range of ltree */
     u8 *upper[QM_MAX_LEVEL]; /* level L array of 32-byte nodes; upper[12] = twig roots */
     u64 upper_cap[QM_MAX_LEVEL];
-    u64 *dirty;       /* dirty twig ids (unsorted, may repeat) */
+    u64 *dirty; /* dirty twig ids (unsorted, may repeat) */
     u64 ndirty, dirty_cap;
-    u64 *scratch;     /* for dirty-set propagation */
+    u64 *scratch; /* for dirty-set propagation */
     u64 scratch_cap;
     unsigned max_level;
-    u8 root[32];      /* shard root as of the last qm_tree_commit */
+    u8 root[32]; /* shard root as of the last qm_tree_commit */
 } qm_tree;
 
 /* An empty tree (no entries; next_sn 0). */

@@ -5,11 +5,11 @@
  */
 #include "meta.h"
 
-#include <fcntl.h>
-#include <stdio.h>
-
 #include "codec.h"
 #include "io.h"
+
+#include <fcntl.h>
+#include <stdio.h>
 
 static const u8 META_MAGIC[8] = {'Q', 'M', 'D', 'B', 'M', 'E', 'T', 'A'};
 
@@ -130,15 +130,15 @@ slot_read(const u8 *buf, size_t got, unsigned k, qm_meta *m)
 }
 
 int
-qm_meta_choose(const u8 *buf, size_t got, bool salvage, const char *path, qm_meta *m,
-               qm_err *err)
+qm_meta_choose(const u8 *buf, size_t got, bool salvage, const char *path, qm_meta *m, qm_err *err)
 {
     qm_meta s[2];
     enum slot_state st[2] = {slot_read(buf, got, 0, &s[0]), slot_read(buf, got, 1, &s[1])};
     if (st[0] == SLOT_NEWER || st[1] == SLOT_NEWER)
         return qm_err_set(err, QMDB_VERSION_MISMATCH,
                           "%s: written in a metadata format other than %d (a newer or older "
-                          "qmdb)", path, QMDB_FORMAT_VERSION);
+                          "qmdb)",
+                          path, QMDB_FORMAT_VERSION);
     if (st[0] != SLOT_VALID && st[1] != SLOT_VALID)
         return QM_CORRUPT(err, "%s: both metadata slots are invalid (offsets 0 and %u)", path,
                           QM_META_SLOT);
@@ -160,19 +160,20 @@ qm_meta_choose(const u8 *buf, size_t got, bool salvage, const char *path, qm_met
     if (salvage)
         return 0;
     if (st[k ^ 1] == SLOT_VALID)
-        return QM_CORRUPT(err, "%s: the metadata slot at offset %u holds sequence %llu, not %llu "
+        return QM_CORRUPT(err,
+                          "%s: the metadata slot at offset %u holds sequence %llu, not %llu "
                           "(the slot at offset %u holds %llu): a stale or misplaced record",
-                          path, ooff, (unsigned long long)o->seq,
-                          (unsigned long long)(m->seq - 1), k * QM_META_SLOT,
-                          (unsigned long long)m->seq);
-    return QM_CORRUPT(err, "%s: the metadata slot at offset %u is %s although sequence %llu at "
+                          path, ooff, (unsigned long long)o->seq, (unsigned long long)(m->seq - 1),
+                          k * QM_META_SLOT, (unsigned long long)m->seq);
+    return QM_CORRUPT(err,
+                      "%s: the metadata slot at offset %u is %s although sequence %llu at "
                       "offset %u shows it was written: the newest commit may be lost (height "
                       "%llu or the next one); open with the salvage flag to use height %llu",
                       path, ooff,
                       st[k ^ 1] == SLOT_BLANK ? (got <= ooff ? "missing (file truncated)" : "blank")
                                               : "damaged (neither copy is valid)",
-                      (unsigned long long)m->seq, k * QM_META_SLOT,
-                      (unsigned long long)m->height, (unsigned long long)m->height);
+                      (unsigned long long)m->seq, k * QM_META_SLOT, (unsigned long long)m->height,
+                      (unsigned long long)m->height);
 }
 
 int
@@ -248,12 +249,12 @@ qm_roots_read(int fd, const char *dir, u64 height, u8 root[32], qm_err *err)
     int rc = qm_io_pread_full(fd, rec, sizeof(rec), off);
     if (rc)
         return qm_err_set(err, rc, "%s/ROOTS: read of height %llu at offset %llu: %s", dir,
-                          (unsigned long long)height, (unsigned long long)off,
-                          qmdb_strerror(rc));
+                          (unsigned long long)height, (unsigned long long)off, qmdb_strerror(rc));
     if (qm_roots_decode(height, rec, root))
-        return QM_CORRUPT(err, "%s/ROOTS: the record of height %llu at offset %llu fails its "
-                          "check (damaged)", dir, (unsigned long long)height,
-                          (unsigned long long)off);
+        return QM_CORRUPT(err,
+                          "%s/ROOTS: the record of height %llu at offset %llu fails its "
+                          "check (damaged)",
+                          dir, (unsigned long long)height, (unsigned long long)off);
     return 0;
 }
 

@@ -85,8 +85,8 @@ QM_HIDDEN int qm_meta_decode(const u8 *buf, size_t len, qm_meta *m);
  * format. */
 QM_HIDDEN int qm_meta_load(const char *dir, bool salvage, qm_meta *m, qm_err *err);
 /* The same over the first `got` bytes of a META file in buf (path names it in messages). */
-QM_HIDDEN int qm_meta_choose(const u8 *buf, size_t got, bool salvage, const char *path,
-                             qm_meta *m, qm_err *err);
+QM_HIDDEN int qm_meta_choose(const u8 *buf, size_t got, bool salvage, const char *path, qm_meta *m,
+                             qm_err *err);
 /* Writes m (its seq decides the slot) and fsyncs. Creates META if needed. */
 QM_HIDDEN int qm_meta_store(const char *dir, int *fd, const qm_meta *m, qm_err *err);
 
@@ -98,7 +98,6 @@ QM_HIDDEN int qm_roots_decode(u64 height, const u8 rec[QM_ROOTS_REC], u8 root[32
  * and offset). */
 QM_HIDDEN int qm_roots_read(int fd, const char *dir, u64 height, u8 root[32], qm_err *err);
 /* Writes the record of height and fsyncs. */
-QM_HIDDEN int qm_roots_store(int fd, const char *dir, u64 height, const u8 root[32],
-                             qm_err *err);
+QM_HIDDEN int qm_roots_store(int fd, const char *dir, u64 height, const u8 root[32], qm_err *err);
 
 #endif /* QM_META_H */

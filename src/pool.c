@@ -21,11 +21,11 @@ struct qm_pool {
     pthread_t *threads;
     unsigned nthreads;
     bool stop;
-    u64 generation;                 /* guarded by mu: bumped per qm_pool_run */
-    int (*fn)(void *, size_t);      /* guarded by mu */
+    u64 generation;            /* guarded by mu: bumped per qm_pool_run */
+    int (*fn)(void *, size_t); /* guarded by mu */
     void *arg;
-    size_t n, next, finished;       /* guarded by mu */
-    bool failed;                    /* guarded by mu: a job of this run failed */
+    size_t n, next, finished; /* guarded by mu */
+    bool failed;              /* guarded by mu: a job of this run failed */
     int rcs[POOL_MAX_JOBS];
 };
 

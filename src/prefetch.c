@@ -14,11 +14,11 @@
  */
 #include "prefetch.h"
 
-#include <stdint.h>
-#include <stdlib.h>
-
 #include "hash.h"
 #include "ix.h"
+
+#include <stdint.h>
+#include <stdlib.h>
 
 /* Bytes read per entry: covers typical entries (53 bytes + key + value); longer ones are
  * read again synchronously when used. */

@@ -34,8 +34,7 @@ QM_HIDDEN void qm_pf_free(qm_pf *pf);
 /* Reads into the warm caches every entry the block's operations will read that is neither
  * cached nor in a write buffer. Positions come from the indexers before the block (with the
  * hybrid indexer, after one batch of the index pages not in DRAM). */
-QM_HIDDEN int qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs,
-                                qm_pf *pf);
+QM_HIDDEN int qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_pf *pf);
 
 /* qmdb_get_many over the shards (rio may be NULL: synchronous reads). With npre > 0, the
  * pre-image maps pre[0..npre) (per shard, oldest in-flight block first) answer for the keys

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * proof.c -- proof construction (qm_prove, behind qmdb_prove): inclusion, exclusion and historical proofs
- * against the latest committed state root, in the format of proof_fmt.h / docs/PROOFS.md.
+ * proof.c -- proof construction (qm_prove, behind qmdb_prove): inclusion, exclusion and historical
+ * proofs against the latest committed state root, in the format of proof_fmt.h / docs/PROOFS.md.
  *
  * Sources of proof data once qmdb_commit has returned (everything is hashed then):
  *  - left-tree siblings of full twigs: the twig file (12 reads of 32 bytes: leaf + 11 peers);
@@ -18,11 +18,10 @@
  *
  * Thread: the handle's writer (one at a time), through qmdb_prove (db_read.c).
  */
-#include "prover.h"
-
 #include "codec.h"
 #include "entry.h"
 #include "hash.h"
+#include "prover.h"
 #include "shard.h"
 #include "twigfile.h"
 

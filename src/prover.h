@@ -23,8 +23,8 @@ typedef struct qm_proof_ctx {
 
 /* Builds the proof of key at height (UINT64_MAX: the latest) into a malloc'd *out (qmdb.h:
  * qmdb_prove; the caller has checked the arguments). */
-QM_HIDDEN int qm_prove(const qm_proof_ctx *ctx, const void *key, size_t klen, u64 height,
-                       u8 **out, size_t *outlen);
+QM_HIDDEN int qm_prove(const qm_proof_ctx *ctx, const void *key, size_t klen, u64 height, u8 **out,
+                       size_t *outlen);
 /* Frees the history cache (NULL allowed). */
 QM_HIDDEN void qm_proof_cache_free(qm_proof_cache *c);
 

@@ -7,14 +7,14 @@
 #ifndef QM_INTERNAL_H
 #define QM_INTERNAL_H
 
+#include "qmdb.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-
-#include "qmdb.h"
 
 typedef uint8_t u8;
 typedef uint16_t u16;
@@ -34,19 +34,19 @@ typedef int64_t i64;
 #define QM_ASSERT(x) assert(x)
 
 /* Return rc if the expression fails. */
-#define QM_RET(expr)                                                                           \
-    do {                                                                                       \
-        int qm_rc_ = (expr);                                                                   \
-        if (qm_rc_ != 0)                                                                       \
-            return qm_rc_;                                                                     \
+#define QM_RET(expr)         \
+    do {                     \
+        int qm_rc_ = (expr); \
+        if (qm_rc_ != 0)     \
+            return qm_rc_;   \
     } while (0)
 
 /* Set rc and jump to the function's `out:` label if the expression fails. */
-#define QM_TRY(expr)                                                                           \
-    do {                                                                                       \
-        rc = (expr);                                                                           \
-        if (rc != 0)                                                                           \
-            goto out;                                                                          \
+#define QM_TRY(expr)  \
+    do {              \
+        rc = (expr);  \
+        if (rc != 0)  \
+            goto out; \
     } while (0)
 
 /* Twig and tree geometry (FORMAT.md §3-§4). */

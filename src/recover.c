@@ -5,15 +5,11 @@
  * to rebuild ActiveBits, deactivation heights and the indexer, rebuild the youngest twig's
  * left tree, and check the recomputed shard root against the metadata.
  *
- * Unless QMDB_OPEN_FAST is given, every entry is hashed and each full twig's left root is recomputed
- * and compared with the twig-meta record and the twig file.
+ * Unless QMDB_OPEN_FAST is given, every entry is hashed and each full twig's left root is
+ * recomputed and compared with the twig-meta record and the twig file.
  *
  * Thread: the opening thread, before the handle is returned.
  */
-#include <inttypes.h>
-#include <stdlib.h>
-#include <unistd.h>
-
 #include "codec.h"
 #include "entry.h"
 #include "hash.h"
@@ -21,6 +17,10 @@
 #include "io.h"
 #include "shard.h"
 #include "twigfile.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 /* Per scanned entry, kept until the scan ends: where it is and its key-hash head. */
 typedef struct scan_rec {
@@ -44,9 +44,10 @@ recover_twigs(qm_shard *s, const qm_shard_meta *m)
             qm_twig *tw = &t->twigs[id + k];
             if (qm_tmeta_decode(rec + k * QM_TMETA_REC, QM_TMETA_REC, id + k, tw->left_root,
                                 &tw->first_pos) != 0)
-                return QM_CORRUPT(s->err, "%s.0000000000: twig-meta record %" PRIu64
-                                  " at offset %" PRIu64 " is corrupt (CRC)", s->tmeta.path_prefix,
-                                  id + k, (id + k) * QM_TMETA_REC);
+                return QM_CORRUPT(s->err,
+                                  "%s.0000000000: twig-meta record %" PRIu64 " at offset %" PRIu64
+                                  " is corrupt (CRC)",
+                                  s->tmeta.path_prefix, id + k, (id + k) * QM_TMETA_REC);
         }
     }
     for (u64 id = 0; id < t->first_twig; id++) {
@@ -73,22 +74,23 @@ verify_full_twig(qm_shard *s, u64 id, u8 (*nodes)[32], const scan_rec *recs, u64
         for (unsigned i = 0; rec_ok && i < QM_TWIG_LEAVES; i++) {
             if (memcmp(rec + (size_t)(2047 + i) * 32, nodes[2048 + i], 32) != 0) {
                 u64 sn = (id << QM_TWIG_SHIFT) + i, pos = recs[sn - sn0].pos;
-                return QM_CORRUPT(s->err, "%s.%010" PRIu64 ": entry SN %" PRIu64
-                                  " at offset %" PRIu64 " (log offset %" PRIu64
-                                  ") does not hash to its Merkle leaf",
+                return QM_CORRUPT(s->err,
+                                  "%s.%010" PRIu64 ": entry SN %" PRIu64 " at offset %" PRIu64
+                                  " (log offset %" PRIu64 ") does not hash to its Merkle leaf",
                                   s->entries.path_prefix, pos / s->entries.seg_size, sn,
                                   pos % s->entries.seg_size, pos);
             }
         }
-        return QM_CORRUPT(s->err, "%s: entries of twig %" PRIu64
+        return QM_CORRUPT(s->err,
+                          "%s: entries of twig %" PRIu64
                           " do not hash to its recorded left root (log from offset %" PRIu64 ")",
                           s->entries.path_prefix, id, s->tree.twigs[id].first_pos);
     }
     if (!rec_ok || memcmp(rec, nodes[1], 4095 * 32) != 0)
-        return QM_CORRUPT(s->err, "%s.%010" PRIu64 ": twig record %" PRIu64 " at offset %" PRIu64
-                          " is corrupt", s->twigs.path_prefix,
-                          id * QM_TWIG_REC / s->twigs.seg_size, id,
-                          id * QM_TWIG_REC % s->twigs.seg_size);
+        return QM_CORRUPT(
+            s->err, "%s.%010" PRIu64 ": twig record %" PRIu64 " at offset %" PRIu64 " is corrupt",
+            s->twigs.path_prefix, id * QM_TWIG_REC / s->twigs.seg_size, id,
+            id * QM_TWIG_REC % s->twigs.seg_size);
     return 0;
 }
 
@@ -101,8 +103,9 @@ scan_entry(qm_shard *s, qm_scan *sc, u64 pos, u64 sn, const u8 **p, u32 *len, qm
     *len = qm_entry_len_from_header(*p);
     QM_RET(qm_scan_get(sc, pos, *len, p));
     if (qm_entry_decode(*p, *len, e) != 0 || e->sn != sn)
-        return QM_CORRUPT(s->err, "%s.%010" PRIu64 ": bad entry at offset %" PRIu64
-                          " (log offset %" PRIu64 ", expected SN %" PRIu64 ")",
+        return QM_CORRUPT(s->err,
+                          "%s.%010" PRIu64 ": bad entry at offset %" PRIu64 " (log offset %" PRIu64
+                          ", expected SN %" PRIu64 ")",
                           s->entries.path_prefix, pos / s->entries.seg_size,
                           pos % s->entries.seg_size, pos, sn);
     return 0;
@@ -114,9 +117,10 @@ scan_end_check(qm_shard *s, u64 pos, const qm_shard_meta *m)
 {
     if (pos == m->entry_size)
         return 0;
-    return QM_CORRUPT(s->err, "%s: entries end at log offset %" PRIu64
-                      " but the committed size in META is %" PRIu64, s->entries.path_prefix,
-                      pos, m->entry_size);
+    return QM_CORRUPT(s->err,
+                      "%s: entries end at log offset %" PRIu64
+                      " but the committed size in META is %" PRIu64,
+                      s->entries.path_prefix, pos, m->entry_size);
 }
 
 static int
@@ -128,7 +132,7 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
     u64 youngest = t->ntwigs - 1;
     u64 ysn = youngest << QM_TWIG_SHIFT;
     scan_rec *recs = malloc((nrec ? nrec : 1) * sizeof(scan_rec));
-    u8 (*vnodes)[32] = s->par->verify ? malloc(QM_LEFT_NODES * 32) : NULL;
+    u8(*vnodes)[32] = s->par->verify ? malloc(QM_LEFT_NODES * 32) : NULL;
     qm_scan sc;
     int rc = qm_scan_init(&sc, &s->entries, 1 << 20);
     if (!recs || (s->par->verify && !vnodes) || rc) {
@@ -151,9 +155,10 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
         unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
         qm_twig *tw = &t->twigs[id];
         if (bit == 0 && id < youngest && tw->first_pos != pos) {
-            rc = QM_CORRUPT(s->err, "%s: twig %" PRIu64 " starts at log offset %" PRIu64
-                            " but its twig-meta record says %" PRIu64, s->entries.path_prefix, id, pos,
-                            tw->first_pos);
+            rc = QM_CORRUPT(s->err,
+                            "%s: twig %" PRIu64 " starts at log offset %" PRIu64
+                            " but its twig-meta record says %" PRIu64,
+                            s->entries.path_prefix, id, pos, tw->first_pos);
             goto out;
         }
         if (bit == 0)
@@ -168,15 +173,17 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
             for (int k = 7; k >= 0; k--)
                 d = (d << 8) | e.dsn_raw[8 * i + k];
             if (d >= sn) {
-                rc = QM_CORRUPT(s->err, "%s: entry at log offset %" PRIu64
-                                " deactivates a later SN", s->entries.path_prefix, pos);
+                rc =
+                    QM_CORRUPT(s->err, "%s: entry at log offset %" PRIu64 " deactivates a later SN",
+                               s->entries.path_prefix, pos);
                 goto out;
             }
             if (d < sn0)
                 continue; /* in a pruned twig: already dead */
             if (!qm_tree_is_active(t, d)) {
-                rc = QM_CORRUPT(s->err, "%s: entry at log offset %" PRIu64
-                                " deactivates SN %" PRIu64 " which is not live",
+                rc = QM_CORRUPT(s->err,
+                                "%s: entry at log offset %" PRIu64 " deactivates SN %" PRIu64
+                                " which is not live",
                                 s->entries.path_prefix, pos, d);
                 goto out;
             }

@@ -18,12 +18,12 @@
  */
 #include "rio.h"
 
+#include "io.h"
+#include "pool.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#include "io.h"
-#include "pool.h"
 
 #ifdef QMDB_HAVE_URING
 #include <liburing.h>
@@ -41,7 +41,7 @@ struct qm_rio {
 #ifdef QMDB_HAVE_URING
     struct io_uring ring;
 #endif
-    u8 *bufs;     /* qd slot buffers (io_uring) or RIO_JOBS job buffers (pread) */
+    u8 *bufs; /* qd slot buffers (io_uring) or RIO_JOBS job buffers (pread) */
     u16 *free_slots;
     qm_pool *pool;
     u64 reads;

@@ -16,14 +16,14 @@
  */
 #include "shard.h"
 
-#include <inttypes.h>
-#include <stdlib.h>
-
 #include "codec.h"
 #include "entry.h"
 #include "hash.h"
 #include "twigfile.h"
 #include "undo.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
 
 /* First read of an entry: enough for typical entries (53 bytes + key + value). */
 #define SHARD_READ_GUESS 256u
@@ -77,8 +77,8 @@ qm_shard_warm_has(qm_shard *s, u64 pos)
 }
 
 size_t
-qm_shard_op_positions(qm_shard *s, const u8 kh[32], enum qm_pred pred, u64 *out,
-                      size_t cap, size_t *nkey)
+qm_shard_op_positions(qm_shard *s, const u8 kh[32], enum qm_pred pred, u64 *out, size_t cap,
+                      size_t *nkey)
 {
     size_t n;
     if (qm_ix_find(&s->index, kh, out, cap, &n) != 0) {
@@ -222,8 +222,8 @@ shard_pred(qm_shard *s, const u8 kh[32], qm_ebuf *buf, qm_entry *e, u64 *pos, u8
     return qm_shard_read_entry(s, best_pos, buf, e);
 }
 
-static const char *const KIND_NAMES[] = {"create", "create-pred", "update", "delete-pred",
-                                         "compact", "sentry"};
+static const char *const KIND_NAMES[] = {"create",      "create-pred", "update",
+                                         "delete-pred", "compact",     "sentry"};
 enum { K_CREATE, K_CREATE_PRED, K_UPDATE, K_DELETE_PRED, K_COMPACT, K_SENTRY };
 
 static void
@@ -306,12 +306,13 @@ qm_shard_open_files(qm_shard *s, const char *dir, const qm_shard_meta *m)
     snprintf(e, sizeof(e), "s%02x.entries", s->id);
     snprintf(t, sizeof(t), "s%02x.twig", s->id);
     snprintf(tm, sizeof(tm), "s%02x.tmeta", s->id);
-    qm_hpfile_cfg ce = {dir, e, par->entry_seg, m ? m->entry_head : 0, m ? m->entry_size : 0,
-                        1 << 20, create, ro};
-    qm_hpfile_cfg ct = {dir, t, par->twig_seg, m ? m->first_twig * QM_TWIG_REC : 0,
-                        nfull * QM_TWIG_REC, 0, create, ro};
-    qm_hpfile_cfg cm = {dir, tm, 1ull << 30, 0, nfull * QM_TMETA_REC, 64 * QM_TMETA_REC, create,
-                        ro};
+    qm_hpfile_cfg ce = {
+        dir, e, par->entry_seg, m ? m->entry_head : 0, m ? m->entry_size : 0, 1 << 20, create, ro};
+    qm_hpfile_cfg ct = {
+        dir,    t, par->twig_seg, m ? m->first_twig * QM_TWIG_REC : 0, nfull * QM_TWIG_REC, 0,
+        create, ro};
+    qm_hpfile_cfg cm = {dir,    tm, 1ull << 30, 0, nfull * QM_TMETA_REC, 64 * QM_TMETA_REC,
+                        create, ro};
     QM_RET(qm_hpfile_open(&s->entries, &ce, s->err));
     QM_RET(qm_hpfile_open(&s->twigs, &ct, s->err));
     QM_RET(qm_hpfile_open(&s->tmeta, &cm, s->err));
@@ -407,8 +408,8 @@ shard_compact_step(qm_shard *s)
         qm_entry e;
         if (qm_entry_decode(p, len, &e) != 0 || e.sn != sn)
             return QM_CORRUPT(s->err,
-                              "shard %u entry log: entry at offset %" PRIu64
-                              " is not SN %" PRIu64 " (Invariant (3))",
+                              "shard %u entry log: entry at offset %" PRIu64 " is not SN %" PRIu64
+                              " (Invariant (3))",
                               s->id, pos, sn);
         if (!qm_tree_is_active(&s->tree, sn)) {
             sn++;
@@ -462,8 +463,8 @@ shard_op(qm_shard *s, const qm_op *op)
                             version, NULL, 0, &npos));
         QM_RET(qm_ix_insert(&s->index, op->kh, npos));
         u64 dsn = p.sn;
-        QM_RET(shard_append(s, K_CREATE_PRED, p.key, p.klen, p.value, p.vlen, op->kh, version,
-                            &dsn, 1, &pnew));
+        QM_RET(shard_append(s, K_CREATE_PRED, p.key, p.klen, p.value, p.vlen, op->kh, version, &dsn,
+                            1, &pnew));
         QM_RET(qm_ix_replace(&s->index, pkh, ppos, pnew));
         s->live++;
         if (shard_compactible(s)) {

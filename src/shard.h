@@ -20,9 +20,6 @@
 #ifndef QM_SHARD_H
 #define QM_SHARD_H
 
-#include <pthread.h>
-#include <stdio.h>
-
 #include "entry.h"
 #include "hpfile.h"
 #include "ix.h"
@@ -31,16 +28,19 @@
 #include "qm_internal.h"
 #include "warm.h"
 
+#include <pthread.h>
+#include <stdio.h>
+
 typedef struct qm_params {
     u64 compact_thres;
     u32 util_ratio, util_div;
     u64 history_blocks;
     u64 entry_seg, twig_seg;
-    bool verify;  /* hash all entries at open */
+    bool verify; /* hash all entries at open */
     bool rdonly;
-    bool hybrid;  /* the hybrid indexer (hindex.h) instead of the in-memory one */
+    bool hybrid;   /* the hybrid indexer (hindex.h) instead of the in-memory one */
     u64 hix_merge; /* hybrid: overlay changes that start a merge (0 = by run size) */
-    u64 height;   /* committed height at open (checkpoints of the hybrid indexer) */
+    u64 height;    /* committed height at open (checkpoints of the hybrid indexer) */
 } qm_params;
 
 /* A growable byte buffer holding one entry read from the log. p may start as caller storage
@@ -57,7 +57,7 @@ typedef struct qm_op {
     const u8 *key, *val;
     u32 klen, vlen; /* vlen == 0: delete */
     u32 tx;
-    u32 seq;        /* position in the batch, for last-op-wins */
+    u32 seq; /* position in the batch, for last-op-wins */
 } qm_op;
 
 typedef struct qm_shard {
@@ -68,20 +68,20 @@ typedef struct qm_shard {
     qm_tree tree;
     qm_ix index;
     u64 sn_start, sn_start_pos, live;
-    u64 entry_head;     /* committed prune head of the entry log */
+    u64 entry_head;         /* committed prune head of the entry log */
     u64 pending_first_twig; /* twigs below this are pruned once the metadata is durable */
-    u64 height;         /* block being applied */
+    u64 height;             /* block being applied */
     u64 compactions;
-    u8 *enc;            /* encode buffer for appended entries */
+    u8 *enc; /* encode buffer for appended entries */
     size_t enc_cap;
-    qm_ebuf rb[4];      /* read buffers for entries under work */
-    qm_scan cursor;     /* compaction cursor reader */
-    qm_warm warm;       /* entries fetched by client reads for the next block (warm.h) */
+    qm_ebuf rb[4];           /* read buffers for entries under work */
+    qm_scan cursor;          /* compaction cursor reader */
+    qm_warm warm;            /* entries fetched by client reads for the next block (warm.h) */
     pthread_mutex_t warm_mu; /* guards warm: concurrent readers fill it */
-    u8 *twigrec;        /* 128 KiB scratch for twig records */
-    FILE *trace;        /* optional append trace (debugging aid) */
-    struct qm_undo *undo; /* when set, the update stage records pre-images here (undo.h) */
-    bool index_resumed; /* the hybrid index came from its run file at open */
+    u8 *twigrec;             /* 128 KiB scratch for twig records */
+    FILE *trace;             /* optional append trace (debugging aid) */
+    struct qm_undo *undo;    /* when set, the update stage records pre-images here (undo.h) */
+    bool index_resumed;      /* the hybrid index came from its run file at open */
     u64 hix_replayed_blocks, hix_replayed_changes; /* of the index journal, at open */
 } qm_shard;
 
@@ -146,8 +146,8 @@ QM_HIDDEN void qm_shard_add_stats(qm_shard *s, qmdb_stats *st);
  * the count written. *nkey = SIZE_MAX (and 0 returned) if the key has more than cap
  * candidates. */
 enum qm_pred { QM_PRED_NONE, QM_PRED_IF_ABSENT, QM_PRED_ALWAYS };
-QM_HIDDEN size_t qm_shard_op_positions(qm_shard *s, const u8 kh[32], enum qm_pred pred,
-                                       u64 *out, size_t cap, size_t *nkey);
+QM_HIDDEN size_t qm_shard_op_positions(qm_shard *s, const u8 kh[32], enum qm_pred pred, u64 *out,
+                                       size_t cap, size_t *nkey);
 /* qm_shard_get over given candidate positions (from qm_shard_op_positions). */
 QM_HIDDEN int qm_shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen,
                               qm_ebuf *buf, qm_entry *e, u64 *pos);

@@ -4,10 +4,10 @@
  */
 #include "twig.h"
 
-#include <pthread.h>
-
 #include "entry.h"
 #include "hash.h"
+
+#include <pthread.h>
 
 static u8 null_left[12][32];
 static u8 null_upper[QM_MAX_LEVEL][32]; /* valid for 12..63 */

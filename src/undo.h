@@ -17,10 +17,10 @@
 #include "qm_internal.h"
 
 typedef struct qm_undo {
-    u8 (*kh)[32];   /* slot key hashes (valid where used[i]) */
-    u64 *val;       /* (arena offset << 24) | length; UINT64_MAX = absent before the block */
+    u8 (*kh)[32]; /* slot key hashes (valid where used[i]) */
+    u64 *val;     /* (arena offset << 24) | length; UINT64_MAX = absent before the block */
     bool *used;
-    size_t cap, n;  /* cap: power of two */
+    size_t cap, n; /* cap: power of two */
     u8 *arena;
     size_t alen, acap;
 } qm_undo;

@@ -15,22 +15,22 @@
 static int test_failures;
 static int test_checks;
 
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        test_checks++;                                                                         \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);         \
-            test_failures++;                                                                   \
-        }                                                                                      \
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        test_checks++;                                                               \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            test_failures++;                                                         \
+        }                                                                            \
     } while (0)
 
-#define REQUIRE(cond)                                                                          \
-    do {                                                                                       \
-        test_checks++;                                                                         \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "%s:%d: REQUIRE failed: %s\n", __FILE__, __LINE__, #cond);       \
-            exit(1);                                                                           \
-        }                                                                                      \
+#define REQUIRE(cond)                                                                  \
+    do {                                                                               \
+        test_checks++;                                                                 \
+        if (!(cond)) {                                                                 \
+            fprintf(stderr, "%s:%d: REQUIRE failed: %s\n", __FILE__, __LINE__, #cond); \
+            exit(1);                                                                   \
+        }                                                                              \
     } while (0)
 
 #define CHECK_EQ_U64(a, b)                                                                     \
@@ -44,28 +44,28 @@ static int test_checks;
         }                                                                                      \
     } while (0)
 
-#define CHECK_RC(expr, want)                                                                   \
-    do {                                                                                       \
-        int rc_ = (expr);                                                                      \
-        test_checks++;                                                                         \
-        if (rc_ != (want)) {                                                                   \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), wanted %d\n", __FILE__, __LINE__,    \
-                    #expr, rc_, qmdb_strerror(rc_), (int)(want));                              \
-            test_failures++;                                                                   \
-        }                                                                                      \
+#define CHECK_RC(expr, want)                                                                      \
+    do {                                                                                          \
+        int rc_ = (expr);                                                                         \
+        test_checks++;                                                                            \
+        if (rc_ != (want)) {                                                                      \
+            fprintf(stderr, "%s:%d: %s returned %d (%s), wanted %d\n", __FILE__, __LINE__, #expr, \
+                    rc_, qmdb_strerror(rc_), (int)(want));                                        \
+            test_failures++;                                                                      \
+        }                                                                                         \
     } while (0)
 
 #define CHECK_OK(expr) CHECK_RC(expr, 0)
 
-#define CHECK_MEM(a, b, n)                                                                     \
-    do {                                                                                       \
-        test_checks++;                                                                         \
-        if (memcmp((a), (b), (n)) != 0) {                                                      \
-            fprintf(stderr, "%s:%d: bytes differ: %s vs %s\n", __FILE__, __LINE__, #a, #b);   \
-            test_hexdump("  got ", (const unsigned char *)(a), (n));                           \
-            test_hexdump("  want", (const unsigned char *)(b), (n));                           \
-            test_failures++;                                                                   \
-        }                                                                                      \
+#define CHECK_MEM(a, b, n)                                                                  \
+    do {                                                                                    \
+        test_checks++;                                                                      \
+        if (memcmp((a), (b), (n)) != 0) {                                                   \
+            fprintf(stderr, "%s:%d: bytes differ: %s vs %s\n", __FILE__, __LINE__, #a, #b); \
+            test_hexdump("  got ", (const unsigned char *)(a), (n));                        \
+            test_hexdump("  want", (const unsigned char *)(b), (n));                        \
+            test_failures++;                                                                \
+        }                                                                                   \
     } while (0)
 
 /* xorshift64: the tests' deterministic random numbers (state must start nonzero). */

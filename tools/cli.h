@@ -20,12 +20,12 @@
 #ifndef QMDB_CLI_H
 #define QMDB_CLI_H
 
+#include "qmdb.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-
-#include "qmdb.h"
 
 /* Exit codes: one table, documented in docs/qmdb-cli.md and `qmdb --help`. */
 enum {
@@ -78,11 +78,11 @@ typedef struct cli_args {
     int npos;
     bool json, key_str, value_str, progress, quiet, absent;
     bool has_height;
-    uint64_t height;              /* --height (has_height) */
-    const char *output;           /* -o / --output */
+    uint64_t height;                /* --height (has_height) */
+    const char *output;             /* -o / --output */
     const char *root, *key, *value; /* verify: --root, --key, --value */
-    int next;                     /* stop_at_command: the index of the command in argv */
-    qmdb_options create;          /* init: the creation options */
+    int next;                       /* stop_at_command: the index of the command in argv */
+    qmdb_options create;            /* init: the creation options */
 } cli_args;
 
 struct cli_cmd;
@@ -95,7 +95,7 @@ typedef struct cli_cmd {
     const char *summary; /* one line, for `qmdb --help` */
     const char *help;    /* what it does, its options, its output (may be "") */
     const char *example;
-    unsigned opts;       /* CLI_OPT() bits it accepts */
+    unsigned opts; /* CLI_OPT() bits it accepts */
     int min_pos, max_pos;
     cli_run_fn run;
     bool stop_at_command; /* the tool itself: options end at the first non-option */
@@ -103,11 +103,11 @@ typedef struct cli_cmd {
 
 /* ---- the run's global state (qmdb_cli.c) ---------------------------------------------- */
 
-extern const char *cli_name;  /* "qmdb" or "qmdb <command>", the prefix of every message */
-extern uint32_t cli_indexer;  /* --indexer memory|hybrid (QMDB_INDEXER_*) */
-extern bool cli_salvage;      /* --salvage */
-extern bool cli_json;         /* --json: errors also as a JSON object on stdout */
-extern bool cli_json_printed; /* the command printed its own JSON object */
+extern const char *cli_name;      /* "qmdb" or "qmdb <command>", the prefix of every message */
+extern uint32_t cli_indexer;      /* --indexer memory|hybrid (QMDB_INDEXER_*) */
+extern bool cli_salvage;          /* --salvage */
+extern bool cli_json;             /* --json: errors also as a JSON object on stdout */
+extern bool cli_json_printed;     /* the command printed its own JSON object */
 extern bool cli_stderr_line_open; /* a progress line without its newline is on stderr */
 
 /* ---- cli_args.c ----------------------------------------------------------------------- */
@@ -189,7 +189,7 @@ int cmd_stat(const cli_cmd *cmd, cli_args *a);
 int cmd_check(const cli_cmd *cmd, cli_args *a);
 int cmd_prove(const cli_cmd *cmd, cli_args *a);
 int cmd_verify(const cli_cmd *cmd, cli_args *a);
-int cmd_help(const cli_cmd *cmd, cli_args *a);     /* qmdb_cli.c */
-void cli_print_version(void);                      /* qmdb_cli.c */
+int cmd_help(const cli_cmd *cmd, cli_args *a); /* qmdb_cli.c */
+void cli_print_version(void);                  /* qmdb_cli.c */
 
 #endif /* QMDB_CLI_H */

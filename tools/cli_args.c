@@ -13,14 +13,14 @@
  *
  * Single-threaded (getopt keeps global state).
  */
+#include "cli.h"
+#include "script.h"
+
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "cli.h"
-#include "script.h"
 
 static const struct {
     const char *name;

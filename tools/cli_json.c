@@ -9,11 +9,11 @@
  * JavaScript, loses precision above 2^53) or finite doubles. Bytes are lower-case hex strings.
  * Also the error object of a failed run. Single-threaded.
  */
+#include "cli.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
-
-#include "cli.h"
 
 /* Starts a member (or array element): the comma, then "key": unless key is NULL. */
 static void
@@ -227,8 +227,8 @@ json_hex(cli_json_w *w, const char *key, const unsigned char *p, size_t n)
 void
 json_error(const char *msg, int code)
 {
-    static const char *const kinds[] = {"ok", "not_found", "usage", "database",
-                                        "invalid_proof", "busy"};
+    static const char *const kinds[] = {"ok",       "not_found",     "usage",
+                                        "database", "invalid_proof", "busy"};
     cli_json_w w;
     json_begin(&w, stdout);
     json_str(&w, "error", msg && *msg ? msg : "failed");

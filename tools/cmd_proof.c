@@ -6,13 +6,13 @@
  * header, through qmdb_proof_info_get, and the key hash at its documented offset.
  * Single-threaded.
  */
+#include "cli.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "cli.h"
 
 /* PROOFS.md §1: SHA256(K) at bytes 16..48 of a version-1 proof. */
 #define PROOF_KEY_HASH_OFF 16

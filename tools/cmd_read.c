@@ -4,12 +4,12 @@
  * stat and check (the deep offline check, qmdb_check). Each prints plain text, or with
  * --json one JSON object (schemas in docs/qmdb-cli.md). Single-threaded.
  */
+#include "cli.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "cli.h"
 
 int
 cmd_root(const cli_cmd *cmd, cli_args *a)
@@ -180,8 +180,7 @@ stat_text(const qmdb_stats *st)
     printf("ssd bytes per live entry: %s (entry files %s, twig files %s, index runs %s; "
            "total %" PRIu64 " bytes)\n",
            ssd, efiles, tfiles, ix_ssd, st->ssd_bytes);
-    printf("parameters: compact_thres %" PRIu64 ", utilization %u/%u, history_blocks %" PRIu64
-           "\n",
+    printf("parameters: compact_thres %" PRIu64 ", utilization %u/%u, history_blocks %" PRIu64 "\n",
            st->compact_thres, st->utilization_ratio, st->utilization_div, st->history_blocks);
     printf("batched reads: %s\n", st->io_uring ? "io_uring"
                                                : "pread thread pool (io_uring unavailable here, "

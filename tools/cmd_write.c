@@ -5,15 +5,15 @@
  * stderr), and the one-shot put and del, each of which commits the next height. Every commit
  * prints "<height> <root>" on stdout once it is durable. Single-threaded.
  */
+#include "cli.h"
+#include "script.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "cli.h"
-#include "script.h"
 
 int
 cmd_init(const cli_cmd *cmd, cli_args *a)
@@ -49,12 +49,12 @@ print_commit(bool json, uint64_t height, const unsigned char root[32])
  * stdout is the same terminal, the line is wiped before each "<height> <root>" and drawn
  * again after it, so that it stays below them. */
 typedef struct progress {
-    bool on, tty, share;        /* share: stdout is a terminal too */
-    double start, last;         /* seconds (CLOCK_MONOTONIC) */
-    uint64_t blocks, ops;       /* since the start */
+    bool on, tty, share;  /* share: stdout is a terminal too */
+    double start, last;   /* seconds (CLOCK_MONOTONIC) */
+    uint64_t blocks, ops; /* since the start */
     uint64_t last_blocks, last_ops;
-    char text[200];             /* the latest update ("" before the first) */
-    int width;                  /* of the line on screen (tty) */
+    char text[200]; /* the latest update ("" before the first) */
+    int width;      /* of the line on screen (tty) */
 } progress;
 
 static double
@@ -127,8 +127,8 @@ progress_done(progress *p, bool ok)
     snprintf(p->text, sizeof(p->text),
              "qmdb apply: %s: %" PRIu64 " blocks, %" PRIu64
              " ops in %.1f s; %.0f blocks/s, %.0f ops/s",
-             ok ? "done" : "stopped", p->blocks, p->ops, dt,
-             dt > 0 ? (double)p->blocks / dt : 0.0, dt > 0 ? (double)p->ops / dt : 0.0);
+             ok ? "done" : "stopped", p->blocks, p->ops, dt, dt > 0 ? (double)p->blocks / dt : 0.0,
+             dt > 0 ? (double)p->ops / dt : 0.0);
     progress_show(p, true);
 }
 
@@ -259,8 +259,7 @@ cmd_apply(const cli_cmd *cmd, cli_args *a)
     }
     free(line);
     if (!rc && sc.in_block)
-        rc = script_error(&sc, CLI_USAGE, "end of script inside a block (missing 'commit')",
-                          NULL);
+        rc = script_error(&sc, CLI_USAGE, "end of script inside a block (missing 'commit')", NULL);
 out:
     progress_done(&sc.prog, rc == 0);
     if (in != stdin)

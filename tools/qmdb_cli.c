@@ -6,10 +6,10 @@
  * (subcommands, options, exit codes, JSON schemas) is docs/qmdb-cli.md. Uses the public API
  * (qmdb.h) only. Single-threaded.
  */
+#include "cli.h"
+
 #include <stdlib.h>
 #include <string.h>
-
-#include "cli.h"
 
 const char *cli_name = "qmdb";
 uint32_t cli_indexer = QMDB_INDEXER_AUTO;
@@ -113,8 +113,8 @@ static const cli_cmd commands[] = {
      "  --str, --key-str  KEY is text (default: hex, optionally 0x-prefixed)\n"
      "  --hex             KEY is hex (the default)\n"
      "  --json            {\"height\": H, \"root\": HEX}\n",
-     "  qmdb del /var/lib/qmdb alice --str\n",
-     CLI_OPTS_COMMON | CLI_OPTS_KEY | CLI_OPT(OPT_JSON), 2, 2, cmd_del, false},
+     "  qmdb del /var/lib/qmdb alice --str\n", CLI_OPTS_COMMON | CLI_OPTS_KEY | CLI_OPT(OPT_JSON),
+     2, 2, cmd_del, false},
     {"root", "DIR", "Prints \"<height> <root>\": the state root of the latest committed block.",
      "  --height H   the root of block H instead (exit 1 if H is above the latest)\n"
      "  --json       {\"height\": H, \"root\": HEX}\n",
@@ -140,8 +140,7 @@ static const cli_cmd commands[] = {
      "root, ROOTS, the index. Prints \"ok: ...\" (exit 0), or each problem with its file and\n"
      "offset and \"FAILED: ...\" (exit 3).",
      "  --json       {\"ok\": BOOL, \"problem_count\": N, \"problems\": [TEXT...], ...}\n",
-     "  qmdb check /var/lib/qmdb\n", CLI_OPTS_COMMON | CLI_OPT(OPT_JSON), 1, 1, cmd_check,
-     false},
+     "  qmdb check /var/lib/qmdb\n", CLI_OPTS_COMMON | CLI_OPT(OPT_JSON), 1, 1, cmd_check, false},
     {"prove", "DIR KEY",
      "Writes a proof of KEY's value (inclusion) or absence (exclusion) at the latest height,\n"
      "or at --height H, against the latest root; a summary line goes to stdout with -o, else\n"
@@ -152,8 +151,7 @@ static const cli_cmd commands[] = {
      "  --hex              KEY is hex (the default)\n"
      "  --json             the proof's header, and the proof in hex, as one object on stdout\n",
      "  qmdb prove /var/lib/qmdb alice --str -o alice.proof\n",
-     CLI_OPTS_COMMON | CLI_OPTS_KEY | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_OUTPUT) |
-         CLI_OPT(OPT_JSON),
+     CLI_OPTS_COMMON | CLI_OPTS_KEY | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_JSON),
      2, 2, cmd_prove, false},
     {"verify", "--root HEX --key KEY (--value VALUE | --absent) FILE",
      "Checks the proof in FILE ('-': stdin) against the trusted state root: prints \"valid\",\n"
@@ -236,8 +234,7 @@ main(int argc, char **argv)
     }
     const cli_cmd *c = find_command(argv[a.next]);
     if (!c)
-        return cli_error(CLI_USAGE, "unknown command '%s' (qmdb --help lists them)",
-                         argv[a.next]);
+        return cli_error(CLI_USAGE, "unknown command '%s' (qmdb --help lists them)", argv[a.next]);
     static char name[32];
     snprintf(name, sizeof(name), "qmdb %s", c->name);
     cli_name = name;

@@ -152,8 +152,7 @@ script_parse_line(const char *line, size_t len, script_cmd *c)
     if (!put && !tok_is(&t[0], "del"))
         return fail(c, "unknown command", &t[0]);
     if (nt != (put ? 3 : 2))
-        return fail(c, put ? "expected 'put <keyhex> <valhex>'" : "expected 'del <keyhex>'",
-                    NULL);
+        return fail(c, put ? "expected 'put <keyhex> <valhex>'" : "expected 'del <keyhex>'", NULL);
     if (t[1].n == 0 || t[1].n > 2 * QMDB_MAX_KEY_LEN)
         return fail(c, "key must be 1..255 bytes:", &t[1]);
     if (!unhex(&t[1], c->key))

@@ -12,11 +12,11 @@
 #ifndef QMDB_SCRIPT_H
 #define QMDB_SCRIPT_H
 
+#include "qmdb.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include "qmdb.h"
 
 typedef enum script_kind {
     SCRIPT_NONE,   /* blank line or comment only */
@@ -32,9 +32,9 @@ typedef struct script_cmd {
     uint64_t height;                     /* SCRIPT_BLOCK */
     unsigned char key[QMDB_MAX_KEY_LEN]; /* SCRIPT_PUT, SCRIPT_DEL */
     size_t klen;
-    unsigned char *val;                  /* SCRIPT_PUT; grown as needed, reused across calls */
+    unsigned char *val; /* SCRIPT_PUT; grown as needed, reused across calls */
     size_t vlen, vcap;
-    char err[160];                       /* set when script_parse_line returns -1 */
+    char err[160]; /* set when script_parse_line returns -1 */
 } script_cmd;
 
 /* Zero-initialise before first use; frees the value buffer. */

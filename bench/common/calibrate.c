@@ -5,6 +5,7 @@
  * Threads: the main thread, before any engine runs (io_uring for the QD32 test).
  */
 #include "calibrate.h"
+
 #include "report.h"
 #include "workload.h"
 
@@ -22,7 +23,8 @@
 #define CAL_CHUNK (1u << 20)
 #define CAL_QD 32u
 
-static int make_file(calib *c, const char *path, uint64_t bytes)
+static int
+make_file(calib *c, const char *path, uint64_t bytes)
 {
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0600);
     c->direct = fd >= 0;
@@ -59,7 +61,8 @@ static int make_file(calib *c, const char *path, uint64_t bytes)
     return 0;
 }
 
-static int open_read(const char *path, int direct)
+static int
+open_read(const char *path, int direct)
 {
     int fd = open(path, O_RDONLY | (direct ? O_DIRECT : 0));
     if (fd >= 0 && !direct)
@@ -67,7 +70,8 @@ static int open_read(const char *path, int direct)
     return fd;
 }
 
-static void read_qd1(calib *c, const char *path, uint64_t nblk, double secs)
+static void
+read_qd1(calib *c, const char *path, uint64_t nblk, double secs)
 {
     int fd = open_read(path, c->direct);
     if (fd < 0)
@@ -104,7 +108,8 @@ static void read_qd1(calib *c, const char *path, uint64_t nblk, double secs)
     close(fd);
 }
 
-static void read_qd32(calib *c, const char *path, uint64_t nblk, double secs)
+static void
+read_qd32(calib *c, const char *path, uint64_t nblk, double secs)
 {
     int fd = open_read(path, c->direct);
     if (fd < 0)
@@ -165,7 +170,8 @@ static void read_qd32(calib *c, const char *path, uint64_t nblk, double secs)
     close(fd);
 }
 
-static void sha_speed(calib *c, double secs)
+static void
+sha_speed(calib *c, double secs)
 {
     size_t len = CAL_CHUNK;
     unsigned char *buf = malloc(len), md[32];
@@ -185,7 +191,8 @@ static void sha_speed(calib *c, double secs)
     free(buf);
 }
 
-int calibrate_run(calib *c, const char *dir, uint64_t file_mib, double secs)
+int
+calibrate_run(calib *c, const char *dir, uint64_t file_mib, double secs)
 {
     memset(c, 0, sizeof(*c));
     if (file_mib < 256)

@@ -15,13 +15,13 @@
 
 typedef struct calib {
     int done;
-    int direct;              /* O_DIRECT was used */
+    int direct; /* O_DIRECT was used */
     uint64_t file_bytes;
-    double seq_write_mbps;   /* MiB/s, 1 MiB writes + fdatasync */
+    double seq_write_mbps; /* MiB/s, 1 MiB writes + fdatasync */
     double qd1_iops, qd1_p50_us, qd1_p99_us;
     double qd32_iops;
-    int qd32_uring;          /* 1 = io_uring available and used */
-    double sha256_mbps;      /* MiB/s on 1 MiB buffers */
+    int qd32_uring;     /* 1 = io_uring available and used */
+    double sha256_mbps; /* MiB/s on 1 MiB buffers */
     char note[256];
 } calib;
 

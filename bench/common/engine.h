@@ -3,8 +3,8 @@
  * engine.h -- the small adapter interface every engine in qmdb-bench implements.
  *
  * Owns: the bench_engine vtable (engines/ implements it; common/registry.c maps names to
- * engines). Threads: an engine handle is driven by one thread (the main thread). One block of writes is
- * begin_block, then any number of tx/put/del, then commit_block (which must be durable at
+ * engines). Threads: an engine handle is driven by one thread (the main thread). One block of
+ * writes is begin_block, then any number of tx/put/del, then commit_block (which must be durable at
  * tier D1). get reads the latest committed state (inside a block an engine may also see
  * the block's own uncommitted writes; the driver never reads a key the current block
  * writes). Return values: 0 on success, 1 from get when the key is absent, negative on
@@ -17,11 +17,11 @@
 #include <stdint.h>
 
 typedef struct bench_engine_cfg {
-    int durable;              /* 1 = D1 (fsync per block), 0 = D0 */
-    uint64_t mem_cap;         /* bytes, 0 = uncapped */
-    uint64_t entry_count;     /* to size LMDB's map */
+    int durable;          /* 1 = D1 (fsync per block), 0 = D0 */
+    uint64_t mem_cap;     /* bytes, 0 = uncapped */
+    uint64_t entry_count; /* to size LMDB's map */
     size_t key_size, value_size;
-    int tuned;                /* rocksdb: 1 = tuned per BENCHMARKS.md rule 5, 0 = defaults */
+    int tuned; /* rocksdb: 1 = tuned per BENCHMARKS.md rule 5, 0 = defaults */
     /* qmdb create-time options for ablations; 0 = qmdb's default. */
     uint64_t qmdb_compact_thres;
     uint32_t qmdb_util_ratio, qmdb_util_div;
@@ -34,27 +34,27 @@ typedef struct bench_engine_cfg {
 } bench_engine_cfg;
 
 typedef struct bench_engine_stats {
-    int has_dram;             /* dram figures below are valid */
+    int has_dram; /* dram figures below are valid */
     uint64_t index_dram_bytes;
     uint64_t tree_dram_bytes; /* qmdb: twigs etc.; rocksdb: memtables; lmdb: 0 */
     uint64_t cache_bytes;     /* rocksdb block cache usage */
     uint64_t live_entries;    /* engine's own count, 0 if unknown */
     uint64_t compactions;
     uint64_t hash_compressions; /* qmdb: SHA-256 compressions by commits since open */
-    uint64_t batched_reads;   /* qmdb: entry reads by the prefetcher and get_many */
-    uint64_t index_page_reads; /* qmdb-hybrid: run pages read by index lookups */
-    char note[320];           /* engine-specific extra text for the MEM line */
+    uint64_t batched_reads;     /* qmdb: entry reads by the prefetcher and get_many */
+    uint64_t index_page_reads;  /* qmdb-hybrid: run pages read by index lookups */
+    char note[320];             /* engine-specific extra text for the MEM line */
 } bench_engine_stats;
 
 typedef struct bench_engine bench_engine;
 
 struct bench_engine {
     const char *name;
-    void *h;                  /* engine private state */
+    void *h; /* engine private state */
     char err[512];
     int (*open)(bench_engine *e, const char *dir, const bench_engine_cfg *cfg);
     int (*begin_block)(bench_engine *e, uint64_t height);
-    int (*tx)(bench_engine *e);  /* start next transaction (qmdb only; others no-op) */
+    int (*tx)(bench_engine *e); /* start next transaction (qmdb only; others no-op) */
     int (*put)(bench_engine *e, const void *k, size_t kl, const void *v, size_t vl);
     int (*del)(bench_engine *e, const void *k, size_t kl);
     int (*commit_block)(bench_engine *e);

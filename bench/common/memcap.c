@@ -21,7 +21,8 @@
 
 /* snprintf through a va_list: truncation of long cgroup paths is detected by the kernel
  * (the write fails), so the compiler's truncation analysis is not needed here. */
-__attribute__((format(printf, 3, 4))) static void fmt(char *buf, size_t n, const char *f, ...)
+__attribute__((format(printf, 3, 4))) static void
+fmt(char *buf, size_t n, const char *f, ...)
 {
     va_list ap;
     va_start(ap, f);
@@ -29,7 +30,8 @@ __attribute__((format(printf, 3, 4))) static void fmt(char *buf, size_t n, const
     va_end(ap);
 }
 
-static int write_file(const char *path, const char *s)
+static int
+write_file(const char *path, const char *s)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -40,7 +42,8 @@ static int write_file(const char *path, const char *s)
     return ok ? 0 : -1;
 }
 
-static uint64_t read_u64_file(const char *path)
+static uint64_t
+read_u64_file(const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -53,7 +56,8 @@ static uint64_t read_u64_file(const char *path)
 }
 
 /* Mount point of the cgroup2 fs (v2) or of the v1 hierarchy with the memory controller. */
-static int find_mount(int want_v2, char *out, size_t n)
+static int
+find_mount(int want_v2, char *out, size_t n)
 {
     FILE *f = fopen("/proc/self/mountinfo", "r");
     if (!f)
@@ -82,7 +86,8 @@ static int find_mount(int want_v2, char *out, size_t n)
 }
 
 /* This process's path in the hierarchy: "0::/x" for v2, "N:...memory...:/x" for v1. */
-static int own_path(int v2, char *out, size_t n)
+static int
+own_path(int v2, char *out, size_t n)
 {
     FILE *f = fopen("/proc/self/cgroup", "r");
     if (!f)
@@ -116,7 +121,8 @@ static int own_path(int v2, char *out, size_t n)
     return found;
 }
 
-static int file_has_word(const char *path, const char *word)
+static int
+file_has_word(const char *path, const char *word)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -131,7 +137,8 @@ static int file_has_word(const char *path, const char *word)
     return 0;
 }
 
-static int try_version(memcap *m, int v2, uint64_t bytes)
+static int
+try_version(memcap *m, int v2, uint64_t bytes)
 {
     char mnt[1024], own[1024], path[1200];
     if (find_mount(v2, mnt, sizeof(mnt)) != 0 || own_path(v2, own, sizeof(own)) != 0) {
@@ -142,8 +149,7 @@ static int try_version(memcap *m, int v2, uint64_t bytes)
     if (v2) {
         fmt(path, sizeof(path), "%s/cgroup.controllers", m->parent);
         if (!file_has_word(path, "memory")) {
-            fmt(m->msg, sizeof(m->msg), "cgroup v2 at %s has no memory controller",
-                     m->parent);
+            fmt(m->msg, sizeof(m->msg), "cgroup v2 at %s has no memory controller", m->parent);
             return -1;
         }
     }
@@ -155,8 +161,7 @@ static int try_version(memcap *m, int v2, uint64_t bytes)
     if (v2) {
         fmt(path, sizeof(path), "%s/cgroup.subtree_control", m->parent);
         if (!file_has_word(path, "memory") && write_file(path, "+memory") != 0) {
-            fmt(m->msg, sizeof(m->msg), "cannot enable +memory in %s: %s", path,
-                     strerror(errno));
+            fmt(m->msg, sizeof(m->msg), "cannot enable +memory in %s: %s", path, strerror(errno));
             rmdir(m->dir);
             return -1;
         }
@@ -181,11 +186,12 @@ static int try_version(memcap *m, int v2, uint64_t bytes)
     m->version = v2 ? 2 : 1;
     m->limit = bytes;
     fmt(m->msg, sizeof(m->msg), "capped at %llu bytes in cgroup v%d group %s",
-             (unsigned long long)bytes, m->version, m->dir);
+        (unsigned long long)bytes, m->version, m->dir);
     return 0;
 }
 
-int memcap_apply(memcap *m, uint64_t bytes)
+int
+memcap_apply(memcap *m, uint64_t bytes)
 {
     memset(m, 0, sizeof(*m));
     if (geteuid() != 0) {
@@ -204,27 +210,30 @@ int memcap_apply(memcap *m, uint64_t bytes)
     return -1;
 }
 
-uint64_t memcap_usage(const memcap *m)
+uint64_t
+memcap_usage(const memcap *m)
 {
     if (!m->active)
         return 0;
     char path[1200];
     fmt(path, sizeof(path), "%s/%s", m->dir,
-             m->version == 2 ? "memory.current" : "memory.usage_in_bytes");
+        m->version == 2 ? "memory.current" : "memory.usage_in_bytes");
     return read_u64_file(path);
 }
 
-uint64_t memcap_peak(const memcap *m)
+uint64_t
+memcap_peak(const memcap *m)
 {
     if (!m->active)
         return 0;
     char path[1200];
     fmt(path, sizeof(path), "%s/%s", m->dir,
-             m->version == 2 ? "memory.peak" : "memory.max_usage_in_bytes");
+        m->version == 2 ? "memory.peak" : "memory.max_usage_in_bytes");
     return read_u64_file(path);
 }
 
-void memcap_release(memcap *m)
+void
+memcap_release(memcap *m)
 {
     if (!m->active)
         return;

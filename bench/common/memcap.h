@@ -16,12 +16,12 @@
 #include <stdint.h>
 
 typedef struct memcap {
-    int active;          /* 1 = process is in the capped group */
-    int version;         /* 1 or 2 */
+    int active;  /* 1 = process is in the capped group */
+    int version; /* 1 or 2 */
     uint64_t limit;
-    char dir[1024];      /* the group's directory */
-    char parent[1024];   /* where to move back to */
-    char msg[512];       /* what happened (for the log and the JSON) */
+    char dir[1024];    /* the group's directory */
+    char parent[1024]; /* where to move back to */
+    char msg[512];     /* what happened (for the log and the JSON) */
 } memcap;
 
 /* Tries to cap this process at `bytes`. Returns 0 when capped; -1 otherwise (with the

@@ -9,7 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-int bench_parse_u64(const char *s, uint64_t *out, int allow_tera)
+int
+bench_parse_u64(const char *s, uint64_t *out, int allow_tera)
 {
     char *end;
     errno = 0;
@@ -18,16 +19,28 @@ int bench_parse_u64(const char *s, uint64_t *out, int allow_tera)
         return -1;
     unsigned sh = 0;
     switch (*end) {
-    case 0: break;
-    case 'k': case 'K': sh = 10; break;
-    case 'm': case 'M': sh = 20; break;
-    case 'g': case 'G': sh = 30; break;
-    case 't': case 'T':
+    case 0:
+        break;
+    case 'k':
+    case 'K':
+        sh = 10;
+        break;
+    case 'm':
+    case 'M':
+        sh = 20;
+        break;
+    case 'g':
+    case 'G':
+        sh = 30;
+        break;
+    case 't':
+    case 'T':
         if (!allow_tera)
             return -1;
         sh = 40;
         break;
-    default: return -1;
+    default:
+        return -1;
     }
     if (sh) {
         end++;

@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
-int bench_drop_page_cache(int root_only)
+int
+bench_drop_page_cache(int root_only)
 {
     if (root_only && geteuid() != 0)
         return 0;

@@ -6,6 +6,7 @@
  * Owns: the registry table of engine names and the three globals.
  */
 #include "registry.h"
+
 #include "engines.h"
 
 #include <stdio.h>
@@ -15,7 +16,8 @@ volatile sig_atomic_t bench_stop;
 char bench_disk[64];
 memcap bench_memcap;
 
-int engine_lookup(const char *name, bench_engine *e)
+int
+engine_lookup(const char *name, bench_engine *e)
 {
     memset(e, 0, sizeof(*e));
     if (strcmp(name, "qmdb") == 0 || strcmp(name, "qmdb-seq") == 0 ||
@@ -23,12 +25,14 @@ int engine_lookup(const char *name, bench_engine *e)
 #ifdef QMDB_BENCH_HAVE_QMDB
         engine_qmdb_init(e);
         /* seq: pipeline off; hybrid: the hybrid indexer */
-        e->name = strcmp(name, "qmdb") == 0 ? "qmdb"
-                  : strcmp(name, "qmdb-seq") == 0 ? "qmdb-seq" : "qmdb-hybrid";
+        e->name = strcmp(name, "qmdb") == 0       ? "qmdb"
+                  : strcmp(name, "qmdb-seq") == 0 ? "qmdb-seq"
+                                                  : "qmdb-hybrid";
         return 0;
 #else
-        snprintf(e->err, sizeof(e->err), "engine qmdb: this qmdb-bench was built without "
-                                         "the qmdb library (qmdb_lib target missing)");
+        snprintf(e->err, sizeof(e->err),
+                 "engine qmdb: this qmdb-bench was built without "
+                 "the qmdb library (qmdb_lib target missing)");
         return -2;
 #endif
     }
@@ -48,7 +52,8 @@ int engine_lookup(const char *name, bench_engine *e)
     return -1;
 }
 
-int bench_parse_engine_list(const char *list, char (*names)[32], int *n, const char *who)
+int
+bench_parse_engine_list(const char *list, char (*names)[32], int *n, const char *who)
 {
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", list);

@@ -28,7 +28,7 @@ int engine_lookup(const char *name, bench_engine *e);
 int bench_parse_engine_list(const char *list, char (*names)[32], int *n, const char *who);
 
 extern volatile sig_atomic_t bench_stop;
-extern char bench_disk[64];        /* diskstats name of the device holding --db-dir */
+extern char bench_disk[64]; /* diskstats name of the device holding --db-dir */
 extern memcap bench_memcap;
 
 #endif /* BENCH_REGISTRY_H */

@@ -21,7 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-uint64_t now_ns(void)
+uint64_t
+now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -30,7 +31,8 @@ uint64_t now_ns(void)
 
 /* ---- histogram ---------------------------------------------------------------------------- */
 
-static unsigned hist_index(uint64_t v)
+static unsigned
+hist_index(uint64_t v)
 {
     if (v < (1u << HIST_SUB_BITS))
         return (unsigned)v;
@@ -40,7 +42,8 @@ static unsigned hist_index(uint64_t v)
 }
 
 /* Midpoint of bucket i. */
-static uint64_t hist_value(unsigned i)
+static uint64_t
+hist_value(unsigned i)
 {
     if (i < (1u << HIST_SUB_BITS))
         return i;
@@ -51,9 +54,14 @@ static uint64_t hist_value(unsigned i)
     return lo + width / 2;
 }
 
-void hist_reset(lat_hist *h) { memset(h, 0, sizeof(*h)); }
+void
+hist_reset(lat_hist *h)
+{
+    memset(h, 0, sizeof(*h));
+}
 
-void hist_add(lat_hist *h, uint64_t ns)
+void
+hist_add(lat_hist *h, uint64_t ns)
 {
     if (h->n == 0 || ns < h->min)
         h->min = ns;
@@ -64,7 +72,8 @@ void hist_add(lat_hist *h, uint64_t ns)
     h->b[hist_index(ns)]++;
 }
 
-uint64_t hist_quantile(const lat_hist *h, double q)
+uint64_t
+hist_quantile(const lat_hist *h, double q)
 {
     if (h->n == 0)
         return 0;
@@ -86,7 +95,8 @@ uint64_t hist_quantile(const lat_hist *h, double q)
     return h->max;
 }
 
-void lat_summarize(const lat_hist *h, lat_sum *s)
+void
+lat_summarize(const lat_hist *h, lat_sum *s)
 {
     s->n = h->n;
     s->p50 = hist_quantile(h, 0.50);
@@ -99,13 +109,15 @@ void lat_summarize(const lat_hist *h, lat_sum *s)
 
 /* ---- timeline ----------------------------------------------------------------------------- */
 
-void tl_start(timeline *t, uint64_t t0)
+void
+tl_start(timeline *t, uint64_t t0)
 {
     t->t0 = t0;
     t->n = 0;
 }
 
-void tl_add(timeline *t, uint64_t now, uint64_t ops)
+void
+tl_add(timeline *t, uint64_t now, uint64_t ops)
 {
     size_t s = (size_t)((now - t->t0) / 1000000000u);
     if (s >= t->cap) {
@@ -127,7 +139,8 @@ void tl_add(timeline *t, uint64_t now, uint64_t ops)
     t->sec[s] += ops;
 }
 
-void tl_free(timeline *t)
+void
+tl_free(timeline *t)
 {
     free(t->sec);
     memset(t, 0, sizeof(*t));
@@ -136,7 +149,8 @@ void tl_free(timeline *t)
 /* ---- system sampling ---------------------------------------------------------------------- */
 
 /* Device from the mount table: the source of the longest mount point that prefixes path. */
-static int disk_from_mountinfo(const char *path, char *name, size_t n)
+static int
+disk_from_mountinfo(const char *path, char *name, size_t n)
 {
     char real[PATH_MAX];
     if (!realpath(path, real))
@@ -171,7 +185,8 @@ static int disk_from_mountinfo(const char *path, char *name, size_t n)
     return 0;
 }
 
-int disk_find(const char *path, char *name, size_t n)
+int
+disk_find(const char *path, char *name, size_t n)
 {
     struct stat st;
     if (stat(path, &st) != 0)
@@ -188,7 +203,8 @@ int disk_find(const char *path, char *name, size_t n)
     return disk_from_mountinfo(path, name, n);
 }
 
-int disk_sample(const char *name, uint64_t *rd, uint64_t *wr, uint64_t *rd_ios)
+int
+disk_sample(const char *name, uint64_t *rd, uint64_t *wr, uint64_t *rd_ios)
 {
     *rd = *wr = 0;
     if (rd_ios)
@@ -217,7 +233,8 @@ int disk_sample(const char *name, uint64_t *rd, uint64_t *wr, uint64_t *rd_ios)
     return found;
 }
 
-uint64_t proc_status_bytes(const char *field)
+uint64_t
+proc_status_bytes(const char *field)
 {
     FILE *f = fopen("/proc/self/status", "r");
     if (!f)
@@ -235,7 +252,8 @@ uint64_t proc_status_bytes(const char *field)
     return v;
 }
 
-void cpu_times(double *user, double *sys)
+void
+cpu_times(double *user, double *sys)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -245,7 +263,8 @@ void cpu_times(double *user, double *sys)
 
 static uint64_t du_alloc, du_apparent;
 
-static int du_cb(const char *p, const struct stat *st, int type, struct FTW *ftw)
+static int
+du_cb(const char *p, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)p;
     (void)ftw;
@@ -256,7 +275,8 @@ static int du_cb(const char *p, const struct stat *st, int type, struct FTW *ftw
     return 0;
 }
 
-uint64_t du_bytes(const char *dir, uint64_t *apparent)
+uint64_t
+du_bytes(const char *dir, uint64_t *apparent)
 {
     du_alloc = du_apparent = 0;
     nftw(dir, du_cb, 32, FTW_PHYS);
@@ -265,14 +285,16 @@ uint64_t du_bytes(const char *dir, uint64_t *apparent)
     return du_alloc;
 }
 
-static int rm_cb(const char *p, const struct stat *st, int type, struct FTW *ftw)
+static int
+rm_cb(const char *p, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)st;
     (void)ftw;
     return (type == FTW_DP ? rmdir(p) : unlink(p)) == 0 || errno == ENOENT ? 0 : -1;
 }
 
-int rm_rf(const char *dir)
+int
+rm_rf(const char *dir)
 {
     struct stat st;
     if (lstat(dir, &st) != 0)
@@ -280,7 +302,8 @@ int rm_rf(const char *dir)
     return nftw(dir, rm_cb, 32, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
 }
 
-int mkdir_p(const char *dir)
+int
+mkdir_p(const char *dir)
 {
     char buf[PATH_MAX];
     snprintf(buf, sizeof(buf), "%s", dir);
@@ -299,22 +322,34 @@ int mkdir_p(const char *dir)
 
 /* ---- JSON writer -------------------------------------------------------------------------- */
 
-void jw_init(jw *w, FILE *f)
+void
+jw_init(jw *w, FILE *f)
 {
     memset(w, 0, sizeof(*w));
     w->f = f;
 }
 
-static void jw_escape(FILE *f, const char *s)
+static void
+jw_escape(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         switch (*p) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
+        case '"':
+            fputs("\\\"", f);
+            break;
+        case '\\':
+            fputs("\\\\", f);
+            break;
+        case '\n':
+            fputs("\\n", f);
+            break;
+        case '\r':
+            fputs("\\r", f);
+            break;
+        case '\t':
+            fputs("\\t", f);
+            break;
         default:
             if (*p < 0x20)
                 fprintf(f, "\\u%04x", *p);
@@ -325,7 +360,8 @@ static void jw_escape(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void jw_member(jw *w, const char *key)
+static void
+jw_member(jw *w, const char *key)
 {
     if (w->depth > 0 && w->count[w->depth - 1]++ > 0)
         fputc(',', w->f);
@@ -340,7 +376,8 @@ static void jw_member(jw *w, const char *key)
     }
 }
 
-static void jw_open(jw *w, const char *key, char c)
+static void
+jw_open(jw *w, const char *key, char c)
 {
     jw_member(w, key);
     fputc(c, w->f);
@@ -349,7 +386,8 @@ static void jw_open(jw *w, const char *key, char c)
     w->depth++;
 }
 
-static void jw_close(jw *w, char c)
+static void
+jw_close(jw *w, char c)
 {
     w->depth--;
     if (w->depth < JW_MAX_DEPTH && w->count[w->depth] > 0) {
@@ -362,12 +400,29 @@ static void jw_close(jw *w, char c)
         fputc('\n', w->f);
 }
 
-void jw_obj(jw *w, const char *key) { jw_open(w, key, '{'); }
-void jw_obj_end(jw *w) { jw_close(w, '}'); }
-void jw_arr(jw *w, const char *key) { jw_open(w, key, '['); }
-void jw_arr_end(jw *w) { jw_close(w, ']'); }
+void
+jw_obj(jw *w, const char *key)
+{
+    jw_open(w, key, '{');
+}
+void
+jw_obj_end(jw *w)
+{
+    jw_close(w, '}');
+}
+void
+jw_arr(jw *w, const char *key)
+{
+    jw_open(w, key, '[');
+}
+void
+jw_arr_end(jw *w)
+{
+    jw_close(w, ']');
+}
 
-void jw_str(jw *w, const char *key, const char *v)
+void
+jw_str(jw *w, const char *key, const char *v)
 {
     jw_member(w, key);
     if (v)
@@ -376,19 +431,22 @@ void jw_str(jw *w, const char *key, const char *v)
         fputs("null", w->f);
 }
 
-void jw_u64(jw *w, const char *key, uint64_t v)
+void
+jw_u64(jw *w, const char *key, uint64_t v)
 {
     jw_member(w, key);
     fprintf(w->f, "%llu", (unsigned long long)v);
 }
 
-void jw_i64(jw *w, const char *key, int64_t v)
+void
+jw_i64(jw *w, const char *key, int64_t v)
 {
     jw_member(w, key);
     fprintf(w->f, "%lld", (long long)v);
 }
 
-void jw_dbl(jw *w, const char *key, double v)
+void
+jw_dbl(jw *w, const char *key, double v)
 {
     jw_member(w, key);
     if (isfinite(v))
@@ -397,19 +455,22 @@ void jw_dbl(jw *w, const char *key, double v)
         fputs("null", w->f);
 }
 
-void jw_bool(jw *w, const char *key, int v)
+void
+jw_bool(jw *w, const char *key, int v)
 {
     jw_member(w, key);
     fputs(v ? "true" : "false", w->f);
 }
 
-void jw_null(jw *w, const char *key)
+void
+jw_null(jw *w, const char *key)
 {
     jw_member(w, key);
     fputs("null", w->f);
 }
 
-void jw_lat(jw *w, const char *key, const lat_sum *s)
+void
+jw_lat(jw *w, const char *key, const lat_sum *s)
 {
     jw_obj(w, key);
     jw_u64(w, "count", s->n);
@@ -422,7 +483,8 @@ void jw_lat(jw *w, const char *key, const lat_sum *s)
     jw_obj_end(w);
 }
 
-FILE *jw_file_open(const char *path, char *tmp, size_t tmpn, const char *who)
+FILE *
+jw_file_open(const char *path, char *tmp, size_t tmpn, const char *who)
 {
     snprintf(tmp, tmpn, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
@@ -431,7 +493,8 @@ FILE *jw_file_open(const char *path, char *tmp, size_t tmpn, const char *who)
     return f;
 }
 
-int jw_file_commit(FILE *f, const char *tmp, const char *path, const char *who)
+int
+jw_file_commit(FILE *f, const char *tmp, const char *path, const char *who)
 {
     int bad = ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {

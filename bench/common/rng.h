@@ -12,7 +12,8 @@
 #define RNG_GOLDEN UINT64_C(0x9E3779B97F4A7C15)
 
 /* 64-bit finalizer (splitmix64 / murmur3 fmix style), without the golden-ratio step. */
-static inline uint64_t rng_mix64(uint64_t x)
+static inline uint64_t
+rng_mix64(uint64_t x)
 {
     x ^= x >> 30;
     x *= UINT64_C(0xBF58476D1CE4E5B9);
@@ -23,12 +24,21 @@ static inline uint64_t rng_mix64(uint64_t x)
 }
 
 /* splitmix64's output function: the golden-ratio increment, then rng_mix64. */
-static inline uint64_t rng_splitmix64(uint64_t x) { return rng_mix64(x + RNG_GOLDEN); }
+static inline uint64_t
+rng_splitmix64(uint64_t x)
+{
+    return rng_mix64(x + RNG_GOLDEN);
+}
 
-static inline uint64_t rng_rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline uint64_t
+rng_rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
 
 /* Next output of xoshiro256** (s: four words, not all zero). */
-static inline uint64_t rng_next(uint64_t s[4])
+static inline uint64_t
+rng_next(uint64_t s[4])
 {
     uint64_t r = rng_rotl(s[1] * 5, 7) * 9;
     uint64_t t = s[1] << 17;
@@ -42,6 +52,10 @@ static inline uint64_t rng_next(uint64_t s[4])
 }
 
 /* Uniform in [0, 1) from the top 53 bits. */
-static inline double rng_unit(uint64_t s[4]) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
+static inline double
+rng_unit(uint64_t s[4])
+{
+    return (double)(rng_next(s) >> 11) * 0x1.0p-53;
+}
 
 #endif /* BENCH_RNG_H */

@@ -11,7 +11,8 @@
 
 #define GOLDEN RNG_GOLDEN
 
-uint64_t wl_fnv1a64(uint64_t x)
+uint64_t
+wl_fnv1a64(uint64_t x)
 {
     uint64_t h = UINT64_C(0xCBF29CE484222325);
     for (int i = 0; i < 8; i++) {
@@ -21,7 +22,8 @@ uint64_t wl_fnv1a64(uint64_t x)
     return h;
 }
 
-void wl_init(wl_gen *g, uint64_t master_seed, size_t key_size, size_t value_size, double theta)
+void
+wl_init(wl_gen *g, uint64_t master_seed, size_t key_size, size_t value_size, double theta)
 {
     memset(g, 0, sizeof(*g));
     g->seed_key = wl_mix64(master_seed ^ UINT64_C(0x6B65797365656421));
@@ -46,7 +48,8 @@ void wl_init(wl_gen *g, uint64_t master_seed, size_t key_size, size_t value_size
     }
 }
 
-static void fill_words(uint64_t h0, uint8_t *out, size_t len)
+static void
+fill_words(uint64_t h0, uint8_t *out, size_t len)
 {
     size_t off = 0;
     uint64_t w = 0;
@@ -59,17 +62,20 @@ static void fill_words(uint64_t h0, uint8_t *out, size_t len)
     }
 }
 
-void wl_key(const wl_gen *g, uint64_t i, uint8_t *out)
+void
+wl_key(const wl_gen *g, uint64_t i, uint8_t *out)
 {
     fill_words(wl_mix64(g->seed_key ^ wl_mix64(i)), out, g->key_size);
 }
 
-static uint64_t value_tag(const wl_gen *g, uint64_t i)
+static uint64_t
+value_tag(const wl_gen *g, uint64_t i)
 {
     return wl_mix64(g->seed_val ^ wl_mix64(i ^ UINT64_C(0x7461672121212121)));
 }
 
-void wl_value(const wl_gen *g, uint64_t i, uint64_t version, uint8_t *out)
+void
+wl_value(const wl_gen *g, uint64_t i, uint64_t version, uint8_t *out)
 {
     uint64_t h0 = wl_mix64(g->seed_val ^ wl_mix64(i) ^ wl_mix64(version * GOLDEN + 1));
     if (g->value_size >= 16) {
@@ -82,7 +88,8 @@ void wl_value(const wl_gen *g, uint64_t i, uint64_t version, uint8_t *out)
     }
 }
 
-int wl_value_check(const wl_gen *g, uint64_t i, const uint8_t *val, size_t len)
+int
+wl_value_check(const wl_gen *g, uint64_t i, const uint8_t *val, size_t len)
 {
     if (len != g->value_size)
         return 0;
@@ -94,13 +101,15 @@ int wl_value_check(const wl_gen *g, uint64_t i, const uint8_t *val, size_t len)
     return got == t;
 }
 
-uint64_t wl_zipf_rank(wl_gen *g)
+uint64_t
+wl_zipf_rank(wl_gen *g)
 {
     double u = wl_unit(g);
     return zipf_rank(&g->zipf, u, g->zipf.n);
 }
 
-uint64_t wl_pick(wl_gen *g, uint64_t base, uint64_t n)
+uint64_t
+wl_pick(wl_gen *g, uint64_t base, uint64_t n)
 {
     if (g->zipf.theta <= 0)
         return base + wl_below(g, n);

@@ -32,18 +32,22 @@
 typedef zipf_gen wl_zipf;
 
 typedef struct wl_gen {
-    uint64_t seed_key;   /* derived from --seed and the randsrc file */
+    uint64_t seed_key; /* derived from --seed and the randsrc file */
     uint64_t seed_val;
-    uint64_t s[4];       /* xoshiro256** state for operation choice */
+    uint64_t s[4]; /* xoshiro256** state for operation choice */
     size_t key_size;
     size_t value_size;
-    uint64_t lo, hi;     /* live key indices are [lo, hi) */
-    uint64_t version;    /* bumps once per written value; feeds value derivation */
+    uint64_t lo, hi;  /* live key indices are [lo, hi) */
+    uint64_t version; /* bumps once per written value; feeds value derivation */
     wl_zipf zipf;
 } wl_gen;
 
 /* 64-bit finalizer (splitmix64 / murmur3 fmix style; rng.h). */
-static inline uint64_t wl_mix64(uint64_t x) { return rng_mix64(x); }
+static inline uint64_t
+wl_mix64(uint64_t x)
+{
+    return rng_mix64(x);
+}
 /* FNV-1a over the 8 little-endian bytes of x (YCSB's fnvhash64). */
 uint64_t wl_fnv1a64(uint64_t x);
 
@@ -51,15 +55,24 @@ uint64_t wl_fnv1a64(uint64_t x);
 void wl_init(wl_gen *g, uint64_t master_seed, size_t key_size, size_t value_size, double theta);
 
 /* Next raw 64-bit random number (xoshiro256**). */
-static inline uint64_t wl_next(wl_gen *g) { return rng_next(g->s); }
+static inline uint64_t
+wl_next(wl_gen *g)
+{
+    return rng_next(g->s);
+}
 /* Uniform in [0, n), n > 0 (Lemire's multiply-shift; the bias is < n / 2^64 and the same
  * for every engine). */
-static inline uint64_t wl_below(wl_gen *g, uint64_t n)
+static inline uint64_t
+wl_below(wl_gen *g, uint64_t n)
 {
     return (uint64_t)(((unsigned __int128)wl_next(g) * n) >> 64);
 }
 /* Uniform in [0, 1). */
-static inline double wl_unit(wl_gen *g) { return rng_unit(g->s); }
+static inline double
+wl_unit(wl_gen *g)
+{
+    return rng_unit(g->s);
+}
 
 /* Writes the key bytes of key index i into out (key_size bytes). */
 void wl_key(const wl_gen *g, uint64_t i, uint8_t *out);
@@ -77,6 +90,10 @@ uint64_t wl_zipf_rank(wl_gen *g);
 uint64_t wl_pick(wl_gen *g, uint64_t base, uint64_t n);
 
 /* Number of live keys. */
-static inline uint64_t wl_live(const wl_gen *g) { return g->hi - g->lo; }
+static inline uint64_t
+wl_live(const wl_gen *g)
+{
+    return g->hi - g->lo;
+}
 
 #endif /* BENCH_WORKLOAD_H */

@@ -13,11 +13,11 @@
 #include <stdint.h>
 
 typedef struct zipf_gen {
-    double theta;     /* 0 = uniform (workload.c) */
-    uint64_t n;       /* items zetan and eta were computed for */
-    double zetan;     /* zeta(n, theta) */
-    double zeta2;     /* zeta(2, theta) */
-    double alpha;     /* 1 / (1 - theta) */
+    double theta; /* 0 = uniform (workload.c) */
+    uint64_t n;   /* items zetan and eta were computed for */
+    double zetan; /* zeta(n, theta) */
+    double zeta2; /* zeta(2, theta) */
+    double alpha; /* 1 / (1 - theta) */
     double eta;
 } zipf_gen;
 

@@ -34,7 +34,7 @@ typedef struct bench_cfg {
     uint64_t hover_recreate_block; /* blocks per insert / delete phase */
     double zipf_theta;             /* 0 = uniform */
     size_t key_size, value_size;
-    int durable;                   /* 1 = D1, 0 = D0 */
+    int durable; /* 1 = D1, 0 = D0 */
     uint64_t mem_cap;
     uint64_t seed;
     const char *randsrc;
@@ -42,14 +42,14 @@ typedef struct bench_cfg {
     uint64_t master_seed;
     const char *output;
     int keep;
-    uint64_t ops_per_tx;           /* ops per transaction in non-mix blocks (qmdb) */
-    double calib_secs;             /* 0 = skip calibration */
+    uint64_t ops_per_tx; /* ops per transaction in non-mix blocks (qmdb) */
+    double calib_secs;   /* 0 = skip calibration */
     uint64_t calib_mib;
     int drop_caches;
-    int blind_writes;              /* 1 = writes without the read that precedes them */
-    uint64_t read_batch;           /* RMW reads per engine batch read (get_many); 1 = get */
-    int qmdb_direct_io;            /* --qmdb-direct-io */
-    int reopen;                    /* --reopen: time a reopen after the phases */
+    int blind_writes;    /* 1 = writes without the read that precedes them */
+    uint64_t read_batch; /* RMW reads per engine batch read (get_many); 1 = get */
+    int qmdb_direct_io;  /* --qmdb-direct-io */
+    int reopen;          /* --reopen: time a reopen after the phases */
     /* qmdb create-time ablation options (--qmdb-*), 0 = default; copied to bench_engine_cfg */
     uint64_t qmdb_compact_thres, qmdb_history_blocks, qmdb_segment_bytes;
     uint32_t qmdb_util_ratio, qmdb_util_div;
@@ -57,28 +57,28 @@ typedef struct bench_cfg {
 
 typedef struct phase_rec {
     char name[16];
-    uint64_t entries;      /* live entries when the phase started */
+    uint64_t entries; /* live entries when the phase started */
     uint64_t entries_end;
-    uint64_t ops;          /* for txmix: transactions */
-    uint64_t kv_ops;       /* individual operations (txmix: 26 per transaction) */
+    uint64_t ops;    /* for txmix: transactions */
+    uint64_t kv_ops; /* individual operations (txmix: 26 per transaction) */
     uint64_t blocks;
     double secs;
-    uint64_t errors;       /* misses on existing keys, hits on absent keys, bad values */
-    int op_latency;        /* 1 = lat is per get; 0 = per block */
+    uint64_t errors;            /* misses on existing keys, hits on absent keys, bad values */
+    int op_latency;             /* 1 = lat is per get; 0 = per block */
     uint64_t hash_compressions; /* qmdb: SHA-256 compressions during the phase */
     uint64_t disk_rd_ios;       /* read requests completed by the DB's device */
     uint64_t batched_reads;     /* qmdb: batched reads (entries, index pages) in the phase */
     uint64_t index_page_reads;  /* qmdb-hybrid: index run pages read during the phase */
-    lat_sum lat;           /* per-op (reads) or per-block (writes) */
-    lat_sum commit_lat;    /* commit_block call alone (write phases) */
+    lat_sum lat;                /* per-op (reads) or per-block (writes) */
+    lat_sum commit_lat;         /* commit_block call alone (write phases) */
     uint64_t disk_rd, disk_wr;
-    uint64_t logical_wr;   /* bytes of keys + values written by the phase */
+    uint64_t logical_wr; /* bytes of keys + values written by the phase */
     double cpu_user, cpu_sys;
     uint64_t rss, rss_growth, cg_bytes;
     uint64_t ssd, ssd_apparent;
     bench_engine_stats es;
     int have_es;
-    uint64_t *timeline;    /* ops completed in each second of the phase (owned) */
+    uint64_t *timeline; /* ops completed in each second of the phase (owned) */
     size_t timeline_n;
 } phase_rec;
 

@@ -28,72 +28,80 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const PHASES[] = {"populate", "update", "read", "insert",
-                                     "delete", "read-miss", "txmix"};
+static const char *const PHASES[] = {"populate", "update",    "read", "insert",
+                                     "delete",   "read-miss", "txmix"};
 #define N_PHASES (sizeof(PHASES) / sizeof(PHASES[0]))
 
-static void usage(FILE *f)
+static void
+usage(FILE *f)
 {
-    fprintf(f,
-        "usage: qmdb-bench [options]\n"
-        "  --engine LIST            qmdb|qmdb-seq|qmdb-hybrid|rocksdb|rocksdb-default|lmdb|mpt, comma-separated "
-        "(default qmdb)\n"
-        "  --db-dir DIR             parent directory of the engines' DBs (default "
-        "/tmp/qmdb-bench)\n"
-        "  --entry-count N          keys to populate (default 200000); a multiple of "
-        "--ops-per-block\n"
-        "  --ops-per-block N        operations per block (default 10000, or 100000 when "
-        "entry-count >= 10M)\n"
-        "  --hover-interval B       blocks between timed update/read phases during populate "
-        "(0 = only at the end; default 0)\n"
-        "  --hover-write-block B    blocks per update, read, read-miss and txmix phase "
-        "(default 10)\n"
-        "  --hover-recreate-block B blocks per insert and delete phase (default 5)\n"
-        "  --hover-zipf-theta T     key skew for updates and reads: 0 = uniform (default), "
-        "else YCSB scrambled zipfian\n"
-        "  --key-size N             key bytes, 8..255 (default 52)\n"
-        "  --value-size N           value bytes, 1..16777215 (default 32)\n"
-        "  --durability D0|D1       D1 = one fsync-backed commit per block (default); D0 = "
-        "no per-block sync (qmdb stays D1)\n"
-        "  --mem-cap BYTES          cap memory (page cache included) with a cgroup; K/M/G "
-        "suffixes; needs root\n"
-        "  --seed N                 workload seed (default 1)\n"
-        "  --randsrc-filename FILE  random bytes mixed into the seed (created with getrandom "
-        "if missing)\n"
-        "  --ops-per-tx N           operations per transaction in non-mix blocks (default 1)\n"
-        "  --calibrate-secs S       seconds per calibration read test (default 1; 0 = skip)\n"
-        "  --drop-caches            sync and drop the page cache before each engine (root)\n"
-        "  --output FILE            JSON results file (default qmdb-bench-results.json)\n"
-        "  --keep                   keep the DB directories (default: delete after the run)\n"
-        "  --blind-writes           write without reading first (default: every update, insert\n"
-        "                           and delete reads the key first, for every engine)\n"
-        "  --read-batch N           the reads of a block's read-modify-writes go to the engine\n"
-        "                           N keys at a time through its batch read (qmdb_get_many,\n"
-        "                           RocksDB MultiGet; LMDB and MPT loop over get); 1 = one get\n"
-        "                           per op (default 10000)\n"
-        "  --qmdb-direct-io         qmdb's batched reads use O_DIRECT (QMDB_OPEN_DIRECT_IO)\n"
-        "  --reopen                 after the phases, close, drop caches (with --drop-caches)\n"
-        "                           and time a reopen (qmdb: QMDB_OPEN_FAST)\n"
-        "  --qmdb-compact-thres N   qmdb ablation: compaction threshold (live entries per "
-        "shard)\n"
-        "  --qmdb-utilization R/D   qmdb ablation: compact while live/total < R/D (e.g. 7/10)\n"
-        "  --qmdb-history-blocks N  qmdb ablation: blocks of history kept before pruning\n"
-        "  --qmdb-segment-bytes N   qmdb ablation: entry-file segment size (K/M/G suffixes)\n"
-        "  --help\n"
-        "       qmdb-bench ycsb -P FILE ...   YCSB workloads (qmdb-bench ycsb --help)\n"
-        "       qmdb-bench replay --trace T ... trace replay (qmdb-bench replay --help)\n");
+    fprintf(
+        f, "usage: qmdb-bench [options]\n"
+           "  --engine LIST            qmdb|qmdb-seq|qmdb-hybrid|rocksdb|rocksdb-default|lmdb|mpt, "
+           "comma-separated "
+           "(default qmdb)\n"
+           "  --db-dir DIR             parent directory of the engines' DBs (default "
+           "/tmp/qmdb-bench)\n"
+           "  --entry-count N          keys to populate (default 200000); a multiple of "
+           "--ops-per-block\n"
+           "  --ops-per-block N        operations per block (default 10000, or 100000 when "
+           "entry-count >= 10M)\n"
+           "  --hover-interval B       blocks between timed update/read phases during populate "
+           "(0 = only at the end; default 0)\n"
+           "  --hover-write-block B    blocks per update, read, read-miss and txmix phase "
+           "(default 10)\n"
+           "  --hover-recreate-block B blocks per insert and delete phase (default 5)\n"
+           "  --hover-zipf-theta T     key skew for updates and reads: 0 = uniform (default), "
+           "else YCSB scrambled zipfian\n"
+           "  --key-size N             key bytes, 8..255 (default 52)\n"
+           "  --value-size N           value bytes, 1..16777215 (default 32)\n"
+           "  --durability D0|D1       D1 = one fsync-backed commit per block (default); D0 = "
+           "no per-block sync (qmdb stays D1)\n"
+           "  --mem-cap BYTES          cap memory (page cache included) with a cgroup; K/M/G "
+           "suffixes; needs root\n"
+           "  --seed N                 workload seed (default 1)\n"
+           "  --randsrc-filename FILE  random bytes mixed into the seed (created with getrandom "
+           "if missing)\n"
+           "  --ops-per-tx N           operations per transaction in non-mix blocks (default 1)\n"
+           "  --calibrate-secs S       seconds per calibration read test (default 1; 0 = skip)\n"
+           "  --drop-caches            sync and drop the page cache before each engine (root)\n"
+           "  --output FILE            JSON results file (default qmdb-bench-results.json)\n"
+           "  --keep                   keep the DB directories (default: delete after the run)\n"
+           "  --blind-writes           write without reading first (default: every update, insert\n"
+           "                           and delete reads the key first, for every engine)\n"
+           "  --read-batch N           the reads of a block's read-modify-writes go to the engine\n"
+           "                           N keys at a time through its batch read (qmdb_get_many,\n"
+           "                           RocksDB MultiGet; LMDB and MPT loop over get); 1 = one get\n"
+           "                           per op (default 10000)\n"
+           "  --qmdb-direct-io         qmdb's batched reads use O_DIRECT (QMDB_OPEN_DIRECT_IO)\n"
+           "  --reopen                 after the phases, close, drop caches (with --drop-caches)\n"
+           "                           and time a reopen (qmdb: QMDB_OPEN_FAST)\n"
+           "  --qmdb-compact-thres N   qmdb ablation: compaction threshold (live entries per "
+           "shard)\n"
+           "  --qmdb-utilization R/D   qmdb ablation: compact while live/total < R/D (e.g. 7/10)\n"
+           "  --qmdb-history-blocks N  qmdb ablation: blocks of history kept before pruning\n"
+           "  --qmdb-segment-bytes N   qmdb ablation: entry-file segment size (K/M/G suffixes)\n"
+           "  --help\n"
+           "       qmdb-bench ycsb -P FILE ...   YCSB workloads (qmdb-bench ycsb --help)\n"
+           "       qmdb-bench replay --trace T ... trace replay (qmdb-bench replay --help)\n");
 }
 
 /* The main run's numbers take K, M, G and T suffixes. */
-static int parse_u64(const char *s, uint64_t *out) { return bench_parse_u64(s, out, 1); }
+static int
+parse_u64(const char *s, uint64_t *out)
+{
+    return bench_parse_u64(s, out, 1);
+}
 
-static int parse_engines(bench_cfg *c, const char *list)
+static int
+parse_engines(bench_cfg *c, const char *list)
 {
     return bench_parse_engine_list(list, c->engines, &c->n_engines, "qmdb-bench");
 }
 
 /* Digest of the randsrc file (created with getrandom if missing) folded into the seed. */
-static int load_randsrc(bench_cfg *c)
+static int
+load_randsrc(bench_cfg *c)
 {
     const char *path = c->randsrc;
     int fd = open(path, O_RDONLY);
@@ -148,7 +156,8 @@ fail:
     return -1;
 }
 
-static void on_signal(int sig)
+static void
+on_signal(int sig)
 {
     (void)sig;
     bench_stop = 1;
@@ -156,7 +165,8 @@ static void on_signal(int sig)
 
 /* ---- JSON --------------------------------------------------------------------------------- */
 
-static void j_phase(jw *w, const bench_cfg *c, const phase_rec *p)
+static void
+j_phase(jw *w, const bench_cfg *c, const phase_rec *p)
 {
     jw_obj(w, NULL);
     jw_str(w, "phase", p->name);
@@ -226,8 +236,8 @@ static void j_phase(jw *w, const bench_cfg *c, const phase_rec *p)
 }
 
 /* Last instance of a phase for an engine (populate: all segments summed). */
-static int phase_rate(const engine_rec *er, const char *name, double *rate, double *secs,
-                      uint64_t *ops)
+static int
+phase_rate(const engine_rec *er, const char *name, double *rate, double *secs, uint64_t *ops)
 {
     int found = 0;
     *ops = 0;
@@ -249,7 +259,8 @@ static int phase_rate(const engine_rec *er, const char *name, double *rate, doub
     return found;
 }
 
-static void machine_info(jw *w)
+static void
+machine_info(jw *w)
 {
     struct utsname u;
     jw_obj(w, "machine");
@@ -279,7 +290,8 @@ static void machine_info(jw *w)
 }
 
 /* "config": the flags of the run. */
-static void j_config(jw *w, const bench_cfg *c)
+static void
+j_config(jw *w, const bench_cfg *c)
 {
     jw_obj(w, "config");
     jw_arr(w, "engines");
@@ -317,7 +329,8 @@ static void j_config(jw *w, const bench_cfg *c)
 }
 
 /* "calibration": the device and SHA-256 figures, or skipped. */
-static void j_calibration(jw *w, const calib *cal)
+static void
+j_calibration(jw *w, const calib *cal)
 {
     jw_obj(w, "calibration");
     if (cal->done) {
@@ -338,7 +351,8 @@ static void j_calibration(jw *w, const calib *cal)
 }
 
 /* One element of "engines": its open/close figures and every phase. */
-static void j_engine(jw *w, const bench_cfg *c, const engine_rec *er)
+static void
+j_engine(jw *w, const bench_cfg *c, const engine_rec *er)
 {
     jw_obj(w, NULL);
     jw_str(w, "engine", er->name);
@@ -362,7 +376,8 @@ static void j_engine(jw *w, const bench_cfg *c, const engine_rec *er)
 }
 
 /* "summary": ops/s of each engine's phases (populate segments summed). */
-static void j_summary(jw *w, const engine_rec *recs, int n)
+static void
+j_summary(jw *w, const engine_rec *recs, int n)
 {
     jw_arr(w, "summary");
     for (int i = 0; i < n; i++)
@@ -382,8 +397,9 @@ static void j_summary(jw *w, const engine_rec *recs, int n)
     jw_arr_end(w);
 }
 
-static int write_json(const bench_cfg *c, const calib *cal, const engine_rec *recs, int n,
-                      const char *started, int ok)
+static int
+write_json(const bench_cfg *c, const calib *cal, const engine_rec *recs, int n, const char *started,
+           int ok)
 {
     char tmp[4200];
     FILE *f = jw_file_open(c->output, tmp, sizeof(tmp), "qmdb-bench");
@@ -409,7 +425,8 @@ static int write_json(const bench_cfg *c, const calib *cal, const engine_rec *re
 
 /* Side-by-side table: one row per phase, ops/s per engine, then the first engine's rate over
  * each other engine's (the ratio columns). */
-static void summary(const engine_rec *recs, int n)
+static void
+summary(const engine_rec *recs, int n)
 {
     printf("\nResults summary (ops/s; txmix in transactions/s)\n");
     for (int i = 0; i < n; i++)
@@ -451,58 +468,93 @@ static void summary(const engine_rec *recs, int n)
 }
 
 enum {
-    OPT_ENGINE = 256, OPT_DBDIR, OPT_ENTRIES, OPT_OPB, OPT_HI, OPT_HWB, OPT_HRB, OPT_THETA, OPT_KS, OPT_VS,
-    OPT_DUR, OPT_MEMCAP, OPT_SEED, OPT_RANDSRC, OPT_OUTPUT, OPT_KEEP, OPT_OPT, OPT_CALS, OPT_DROP, OPT_HELP,
-    OPT_BLIND, OPT_RBATCH, OPT_QDIRECT, OPT_REOPEN, OPT_QCT, OPT_QUTIL, OPT_QHIST, OPT_QSEG
+    OPT_ENGINE = 256,
+    OPT_DBDIR,
+    OPT_ENTRIES,
+    OPT_OPB,
+    OPT_HI,
+    OPT_HWB,
+    OPT_HRB,
+    OPT_THETA,
+    OPT_KS,
+    OPT_VS,
+    OPT_DUR,
+    OPT_MEMCAP,
+    OPT_SEED,
+    OPT_RANDSRC,
+    OPT_OUTPUT,
+    OPT_KEEP,
+    OPT_OPT,
+    OPT_CALS,
+    OPT_DROP,
+    OPT_HELP,
+    OPT_BLIND,
+    OPT_RBATCH,
+    OPT_QDIRECT,
+    OPT_REOPEN,
+    OPT_QCT,
+    OPT_QUTIL,
+    OPT_QHIST,
+    OPT_QSEG
 };
 
-static const struct option OPTS[] = {
-    {"engine", required_argument, 0, OPT_ENGINE},
-    {"db-dir", required_argument, 0, OPT_DBDIR},
-    {"entry-count", required_argument, 0, OPT_ENTRIES},
-    {"ops-per-block", required_argument, 0, OPT_OPB},
-    {"hover-interval", required_argument, 0, OPT_HI},
-    {"hover-write-block", required_argument, 0, OPT_HWB},
-    {"hover-recreate-block", required_argument, 0, OPT_HRB},
-    {"hover-zipf-theta", required_argument, 0, OPT_THETA},
-    {"key-size", required_argument, 0, OPT_KS},
-    {"value-size", required_argument, 0, OPT_VS},
-    {"durability", required_argument, 0, OPT_DUR},
-    {"mem-cap", required_argument, 0, OPT_MEMCAP},
-    {"seed", required_argument, 0, OPT_SEED},
-    {"randsrc-filename", required_argument, 0, OPT_RANDSRC},
-    {"output", required_argument, 0, OPT_OUTPUT},
-    {"keep", no_argument, 0, OPT_KEEP},
-    {"blind-writes", no_argument, 0, OPT_BLIND},
-    {"read-batch", required_argument, 0, OPT_RBATCH},
-    {"qmdb-direct-io", no_argument, 0, OPT_QDIRECT},
-    {"reopen", no_argument, 0, OPT_REOPEN},
-    {"ops-per-tx", required_argument, 0, OPT_OPT},
-    {"calibrate-secs", required_argument, 0, OPT_CALS},
-    {"drop-caches", no_argument, 0, OPT_DROP},
-    {"help", no_argument, 0, OPT_HELP},
-    {"qmdb-compact-thres", required_argument, 0, OPT_QCT},
-    {"qmdb-utilization", required_argument, 0, OPT_QUTIL},
-    {"qmdb-history-blocks", required_argument, 0, OPT_QHIST},
-    {"qmdb-segment-bytes", required_argument, 0, OPT_QSEG},
-    {0, 0, 0, 0}};
+static const struct option OPTS[] = {{"engine", required_argument, 0, OPT_ENGINE},
+                                     {"db-dir", required_argument, 0, OPT_DBDIR},
+                                     {"entry-count", required_argument, 0, OPT_ENTRIES},
+                                     {"ops-per-block", required_argument, 0, OPT_OPB},
+                                     {"hover-interval", required_argument, 0, OPT_HI},
+                                     {"hover-write-block", required_argument, 0, OPT_HWB},
+                                     {"hover-recreate-block", required_argument, 0, OPT_HRB},
+                                     {"hover-zipf-theta", required_argument, 0, OPT_THETA},
+                                     {"key-size", required_argument, 0, OPT_KS},
+                                     {"value-size", required_argument, 0, OPT_VS},
+                                     {"durability", required_argument, 0, OPT_DUR},
+                                     {"mem-cap", required_argument, 0, OPT_MEMCAP},
+                                     {"seed", required_argument, 0, OPT_SEED},
+                                     {"randsrc-filename", required_argument, 0, OPT_RANDSRC},
+                                     {"output", required_argument, 0, OPT_OUTPUT},
+                                     {"keep", no_argument, 0, OPT_KEEP},
+                                     {"blind-writes", no_argument, 0, OPT_BLIND},
+                                     {"read-batch", required_argument, 0, OPT_RBATCH},
+                                     {"qmdb-direct-io", no_argument, 0, OPT_QDIRECT},
+                                     {"reopen", no_argument, 0, OPT_REOPEN},
+                                     {"ops-per-tx", required_argument, 0, OPT_OPT},
+                                     {"calibrate-secs", required_argument, 0, OPT_CALS},
+                                     {"drop-caches", no_argument, 0, OPT_DROP},
+                                     {"help", no_argument, 0, OPT_HELP},
+                                     {"qmdb-compact-thres", required_argument, 0, OPT_QCT},
+                                     {"qmdb-utilization", required_argument, 0, OPT_QUTIL},
+                                     {"qmdb-history-blocks", required_argument, 0, OPT_QHIST},
+                                     {"qmdb-segment-bytes", required_argument, 0, OPT_QSEG},
+                                     {0, 0, 0, 0}};
 
 /* Applies option o with argument a to c. Returns nonzero for a bad value, -2 for an unknown
  * option (usage printed); --help exits. */
-static int apply_opt(bench_cfg *c, int o, const char *a)
+static int
+apply_opt(bench_cfg *c, int o, const char *a)
 {
     uint64_t v;
     int bad = 0;
     switch (o) {
-    case OPT_ENGINE: bad = parse_engines(c, a); break;
-    case OPT_DBDIR: c->db_dir = a; break;
-    case OPT_ENTRIES: bad = parse_u64(a, &c->entry_count); break;
+    case OPT_ENGINE:
+        bad = parse_engines(c, a);
+        break;
+    case OPT_DBDIR:
+        c->db_dir = a;
+        break;
+    case OPT_ENTRIES:
+        bad = parse_u64(a, &c->entry_count);
+        break;
     case OPT_OPB:
         bad = parse_u64(a, &c->ops_per_block) || c->ops_per_block == 0;
         c->ops_per_block_given = 1;
         break;
-    case OPT_HI: bad = parse_u64(a, &c->hover_interval); break;
-    case OPT_HWB: bad = parse_u64(a, &c->hover_write_block) || !c->hover_write_block; break;
+    case OPT_HI:
+        bad = parse_u64(a, &c->hover_interval);
+        break;
+    case OPT_HWB:
+        bad = parse_u64(a, &c->hover_write_block) || !c->hover_write_block;
+        break;
     case OPT_HRB:
         bad = parse_u64(a, &c->hover_recreate_block) || !c->hover_recreate_block;
         break;
@@ -512,7 +564,10 @@ static int apply_opt(bench_cfg *c, int o, const char *a)
         bad = *end || c->zipf_theta < 0 || c->zipf_theta > 10;
         break;
     }
-    case OPT_KS: bad = parse_u64(a, &v) || v < 8 || v > 255; c->key_size = (size_t)v; break;
+    case OPT_KS:
+        bad = parse_u64(a, &v) || v < 8 || v > 255;
+        c->key_size = (size_t)v;
+        break;
     case OPT_VS:
         bad = parse_u64(a, &v) || v < 1 || v > 16777215;
         c->value_size = (size_t)v;
@@ -525,16 +580,36 @@ static int apply_opt(bench_cfg *c, int o, const char *a)
         else
             bad = 1;
         break;
-    case OPT_MEMCAP: bad = parse_u64(a, &c->mem_cap); break;
-    case OPT_SEED: bad = parse_u64(a, &c->seed); break;
-    case OPT_RANDSRC: c->randsrc = a; break;
-    case OPT_OUTPUT: c->output = a; break;
-    case OPT_KEEP: c->keep = 1; break;
-    case OPT_BLIND: c->blind_writes = 1; break;
-    case OPT_RBATCH: bad = parse_u64(a, &c->read_batch) || !c->read_batch; break;
-    case OPT_QDIRECT: c->qmdb_direct_io = 1; break;
-    case OPT_REOPEN: c->reopen = 1; break;
-    case OPT_QCT: bad = parse_u64(a, &c->qmdb_compact_thres) || !c->qmdb_compact_thres; break;
+    case OPT_MEMCAP:
+        bad = parse_u64(a, &c->mem_cap);
+        break;
+    case OPT_SEED:
+        bad = parse_u64(a, &c->seed);
+        break;
+    case OPT_RANDSRC:
+        c->randsrc = a;
+        break;
+    case OPT_OUTPUT:
+        c->output = a;
+        break;
+    case OPT_KEEP:
+        c->keep = 1;
+        break;
+    case OPT_BLIND:
+        c->blind_writes = 1;
+        break;
+    case OPT_RBATCH:
+        bad = parse_u64(a, &c->read_batch) || !c->read_batch;
+        break;
+    case OPT_QDIRECT:
+        c->qmdb_direct_io = 1;
+        break;
+    case OPT_REOPEN:
+        c->reopen = 1;
+        break;
+    case OPT_QCT:
+        bad = parse_u64(a, &c->qmdb_compact_thres) || !c->qmdb_compact_thres;
+        break;
     case OPT_QUTIL: {
         unsigned rr = 0, dd = 0;
         char tail;
@@ -543,24 +618,38 @@ static int apply_opt(bench_cfg *c, int o, const char *a)
         c->qmdb_util_div = dd;
         break;
     }
-    case OPT_QHIST: bad = parse_u64(a, &c->qmdb_history_blocks) || !c->qmdb_history_blocks; break;
-    case OPT_QSEG: bad = parse_u64(a, &c->qmdb_segment_bytes) || !c->qmdb_segment_bytes; break;
-    case OPT_OPT: bad = parse_u64(a, &c->ops_per_tx) || !c->ops_per_tx; break;
+    case OPT_QHIST:
+        bad = parse_u64(a, &c->qmdb_history_blocks) || !c->qmdb_history_blocks;
+        break;
+    case OPT_QSEG:
+        bad = parse_u64(a, &c->qmdb_segment_bytes) || !c->qmdb_segment_bytes;
+        break;
+    case OPT_OPT:
+        bad = parse_u64(a, &c->ops_per_tx) || !c->ops_per_tx;
+        break;
     case OPT_CALS: {
         char *end;
         c->calib_secs = strtod(a, &end);
         bad = *end || c->calib_secs < 0 || c->calib_secs > 600;
         break;
     }
-    case OPT_DROP: c->drop_caches = 1; break;
-    case OPT_HELP: case 'h': usage(stdout); exit(0);
-    default: usage(stderr); return -2;
+    case OPT_DROP:
+        c->drop_caches = 1;
+        break;
+    case OPT_HELP:
+    case 'h':
+        usage(stdout);
+        exit(0);
+    default:
+        usage(stderr);
+        return -2;
     }
     return bad;
 }
 
 /* Checks the flags against each other once all are parsed. 0 or -1 with a message. */
-static int check_cfg(bench_cfg *c)
+static int
+check_cfg(bench_cfg *c)
 {
     if (!c->ops_per_block_given)
         c->ops_per_block = c->entry_count >= 10000000 ? 100000 : 10000;
@@ -587,7 +676,8 @@ static int check_cfg(bench_cfg *c)
     return 0;
 }
 
-static int parse_args(bench_cfg *c, int argc, char **argv)
+static int
+parse_args(bench_cfg *c, int argc, char **argv)
 {
     int o;
     while ((o = getopt_long(argc, argv, "h", OPTS, NULL)) != -1) {
@@ -612,13 +702,14 @@ static int parse_args(bench_cfg *c, int argc, char **argv)
 }
 
 /* The run's first lines: engines, sizes, seed, device and the durability tier. */
-static void print_header(const bench_cfg *c)
+static void
+print_header(const bench_cfg *c)
 {
     printf("qmdb-bench: engines=");
     for (int i = 0; i < c->n_engines; i++)
         printf("%s%s", i ? "," : "", c->engines[i]);
-    printf(" entries=%" PRIu64 " ops/block=%" PRIu64 " key=%zuB value=%zuB theta=%g seed=%"
-           PRIu64 " durability=%s device=%s\n",
+    printf(" entries=%" PRIu64 " ops/block=%" PRIu64 " key=%zuB value=%zuB theta=%g seed=%" PRIu64
+           " durability=%s device=%s\n",
            c->entry_count, c->ops_per_block, c->key_size, c->value_size, c->zipf_theta, c->seed,
            c->durable ? "D1" : "D0", bench_disk[0] ? bench_disk : "?");
     if (c->durable)
@@ -630,7 +721,8 @@ static void print_header(const bench_cfg *c)
 }
 
 /* --calibrate-secs > 0: the device and SHA-256 calibration, and its line. */
-static void run_calibration(const bench_cfg *c, calib *cal)
+static void
+run_calibration(const bench_cfg *c, calib *cal)
 {
     memset(cal, 0, sizeof(*cal));
     if (c->calib_secs > 0) {
@@ -646,7 +738,8 @@ static void run_calibration(const bench_cfg *c, calib *cal)
 
 /* Runs each engine in turn until a signal stops the run. Returns the number run; *any_fail
  * is set when one failed or read wrong values. */
-static int run_engines(const bench_cfg *c, engine_rec *recs, int *any_fail)
+static int
+run_engines(const bench_cfg *c, engine_rec *recs, int *any_fail)
 {
     int n_run = 0;
     for (int i = 0; i < c->n_engines && !bench_stop; i++) {
@@ -657,14 +750,14 @@ static int run_engines(const bench_cfg *c, engine_rec *recs, int *any_fail)
             if (rc < 0)
                 fprintf(stderr, "engine %s failed: %s\n", c->engines[i], recs[i].error);
             else
-                fprintf(stderr, "engine %s: some reads returned wrong results\n",
-                        c->engines[i]);
+                fprintf(stderr, "engine %s: some reads returned wrong results\n", c->engines[i]);
         }
     }
     return n_run;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
     bench_cfg c = {.db_dir = "/tmp/qmdb-bench",
                    .entry_count = 200000,
@@ -705,8 +798,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (disk_find(c.db_dir, bench_disk, sizeof(bench_disk)) != 0)
-        fprintf(stderr, "warning: no block device found for %s; disk bytes will be 0\n",
-                c.db_dir);
+        fprintf(stderr, "warning: no block device found for %s; disk bytes will be 0\n", c.db_dir);
 
     print_header(&c);
     if (c.mem_cap) {

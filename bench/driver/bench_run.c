@@ -30,12 +30,12 @@ typedef struct run {
     uint8_t *key, *val, *rbuf;
     size_t rcap;
     /* a block's read-modify-write reads, batched (--read-batch) */
-    uint64_t *bidx;          /* the block's workload indices, in op order */
-    uint8_t *bkeys, *bvals;  /* read_batch keys / value buffers of rcap bytes */
+    uint64_t *bidx;         /* the block's workload indices, in op order */
+    uint8_t *bkeys, *bvals; /* read_batch keys / value buffers of rcap bytes */
     size_t *bvlens;
     int *brcs;
-    size_t bcap;             /* bidx capacity */
-    uint64_t hc0, br0, ip0;  /* qmdb counters at phase start */
+    size_t bcap;            /* bidx capacity */
+    uint64_t hc0, br0, ip0; /* qmdb counters at phase start */
     /* current phase */
     phase_rec *p;
     lat_hist *lat, *clat;
@@ -54,7 +54,8 @@ typedef struct run {
 
 enum wkind { W_CREATE, W_UPDATE, W_DELETE };
 
-static phase_rec *new_phase(run *r, const char *name)
+static phase_rec *
+new_phase(run *r, const char *name)
 {
     engine_rec *er = r->rec;
     if (er->n_phases == er->cap_phases) {
@@ -71,7 +72,8 @@ static phase_rec *new_phase(run *r, const char *name)
     return p;
 }
 
-static int phase_begin(run *r, const char *name, uint64_t planned)
+static int
+phase_begin(run *r, const char *name, uint64_t planned)
 {
     r->p = new_phase(r, name);
     if (!r->p) {
@@ -95,17 +97,19 @@ static int phase_begin(run *r, const char *name, uint64_t planned)
     return 0;
 }
 
-static void progress(run *r, uint64_t now)
+static void
+progress(run *r, uint64_t now)
 {
     if (now - r->last_progress < PROGRESS_NS)
         return;
     r->last_progress = now;
     double s = (double)(now - r->t0) / 1e9;
-    fprintf(stderr, "  [%s] %s: %" PRIu64 "/%" PRIu64 " in %.1fs (%.0f/s)\n", r->e.name,
-            r->p->name, r->p->ops, r->planned, s, s > 0 ? (double)r->p->ops / s : 0.0);
+    fprintf(stderr, "  [%s] %s: %" PRIu64 "/%" PRIu64 " in %.1fs (%.0f/s)\n", r->e.name, r->p->name,
+            r->p->ops, r->planned, s, s > 0 ? (double)r->p->ops / s : 0.0);
 }
 
-static const char *human(uint64_t b, char *buf, size_t n)
+static const char *
+human(uint64_t b, char *buf, size_t n)
 {
     const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)b;
@@ -120,7 +124,8 @@ static const char *human(uint64_t b, char *buf, size_t n)
 
 /* Closes the phase's measurements: time, disk, CPU, latency summaries, timeline, memory,
  * SSD and the engine's counters. */
-static void phase_measure(run *r)
+static void
+phase_measure(run *r)
 {
     phase_rec *p = r->p;
     /* A pipelined engine's last block becomes durable here; the phase's time includes it. */
@@ -158,7 +163,8 @@ static void phase_measure(run *r)
 
 /* Adds the phase to the totals of its name (at most 16 names); *tops and *tsecs get the
  * totals (the phase alone past 16 names). */
-static void phase_totals(run *r, const phase_rec *p, uint64_t *tops, double *tsecs)
+static void
+phase_totals(run *r, const phase_rec *p, uint64_t *tops, double *tsecs)
 {
     int ti = 0;
     while (ti < r->n_tot && strcmp(r->tot[ti].name, p->name) != 0)
@@ -180,13 +186,14 @@ static void phase_totals(run *r, const phase_rec *p, uint64_t *tops, double *tse
 }
 
 /* The phase's rate, TEST_REPORT, disk, latency and per-op lines. */
-static void print_phase_lines(const phase_rec *p, uint64_t tops, double tsecs)
+static void
+print_phase_lines(const phase_rec *p, uint64_t tops, double tsecs)
 {
     double rate = p->secs > 0 ? (double)p->ops / p->secs : 0;
     printf("%s@%" PRIu64 " entries: %" PRIu64 " in %.3fs (%.0f/s), total: %" PRIu64
            " in %.3fs (%.0f/s)\n",
-           p->name, strcmp(p->name, "populate") == 0 ? p->entries_end : p->entries, p->ops, p->secs, rate, tops, tsecs,
-           tsecs > 0 ? (double)tops / tsecs : 0.0);
+           p->name, strcmp(p->name, "populate") == 0 ? p->entries_end : p->entries, p->ops, p->secs,
+           rate, tops, tsecs, tsecs > 0 ? (double)tops / tsecs : 0.0);
     printf("TEST_REPORT: Phase=%s | Ops=%" PRIu64 "\n", p->name, p->ops);
     printf("> OS Physical Write = %" PRIu64 " bytes\n", p->disk_wr);
     printf("> OS Physical Read = %" PRIu64 " bytes\n", p->disk_rd);
@@ -220,7 +227,8 @@ static void print_phase_lines(const phase_rec *p, uint64_t tops, double tsecs)
 }
 
 /* The phase's MEM, SSD and CPU lines. */
-static void print_resource_lines(const phase_rec *p)
+static void
+print_resource_lines(const phase_rec *p)
 {
     uint64_t ent = p->entries_end ? p->entries_end : 1;
     char h1[32];
@@ -232,8 +240,7 @@ static void print_resource_lines(const phase_rec *p)
            (double)p->rss_growth / (double)ent);
     if (p->have_es && p->es.has_dram) {
         uint64_t d = p->es.index_dram_bytes + p->es.tree_dram_bytes;
-        printf(", engine DRAM=%" PRIu64 " bytes (%.1f bytes/entry)", d,
-               (double)d / (double)ent);
+        printf(", engine DRAM=%" PRIu64 " bytes (%.1f bytes/entry)", d, (double)d / (double)ent);
     }
     if (p->have_es && p->es.note[0])
         printf(" [%s]", p->es.note);
@@ -245,11 +252,12 @@ static void print_resource_lines(const phase_rec *p)
     double cpu = p->cpu_user + p->cpu_sys;
     printf("CPU(entries=%" PRIu64 ") user=%.3fs sys=%.3fs total=%.3fs, %.2f us CPU/op, "
            "%.0f%% of one core\n",
-           p->entries_end, p->cpu_user, p->cpu_sys, cpu,
-           p->ops ? cpu * 1e6 / (double)p->ops : 0.0, p->secs > 0 ? 100.0 * cpu / p->secs : 0);
+           p->entries_end, p->cpu_user, p->cpu_sys, cpu, p->ops ? cpu * 1e6 / (double)p->ops : 0.0,
+           p->secs > 0 ? 100.0 * cpu / p->secs : 0);
 }
 
-static void phase_end(run *r)
+static void
+phase_end(run *r)
 {
     uint64_t tops;
     double tsecs;
@@ -262,7 +270,8 @@ static void phase_end(run *r)
 }
 
 /* Grows the per-block scratch to n operations. */
-static int block_scratch(run *r, uint64_t n)
+static int
+block_scratch(run *r, uint64_t n)
 {
     const bench_cfg *c = r->c;
     if (n <= r->bcap)
@@ -293,7 +302,8 @@ static int block_scratch(run *r, uint64_t n)
  * read. All reads precede the block's writes, so they see the last committed state (a key may
  * be written twice in one block, so only presence is checked, not the value).
  */
-static int rmw_reads(run *r, enum wkind kind, uint64_t n)
+static int
+rmw_reads(run *r, enum wkind kind, uint64_t n)
 {
     const bench_cfg *c = r->c;
     for (uint64_t j0 = 0; j0 < n; j0 += c->read_batch) {
@@ -321,7 +331,8 @@ static int rmw_reads(run *r, enum wkind kind, uint64_t n)
 }
 
 /* One write block of `n` operations of one kind. */
-static int write_block(run *r, enum wkind kind, uint64_t n)
+static int
+write_block(run *r, enum wkind kind, uint64_t n)
 {
     const bench_cfg *c = r->c;
     wl_gen *g = &r->g;
@@ -368,7 +379,8 @@ static int write_block(run *r, enum wkind kind, uint64_t n)
     return 0;
 }
 
-static int write_phase(run *r, const char *name, enum wkind kind, uint64_t blocks)
+static int
+write_phase(run *r, const char *name, enum wkind kind, uint64_t blocks)
 {
     if (phase_begin(r, name, blocks * r->c->ops_per_block))
         return -1;
@@ -385,7 +397,8 @@ static int write_phase(run *r, const char *name, enum wkind kind, uint64_t block
 }
 
 /* One timed get; returns the engine rc (0 found, 1 absent, <0 error). */
-static int timed_get(run *r, uint64_t i, int want_found)
+static int
+timed_get(run *r, uint64_t i, int want_found)
 {
     const bench_cfg *c = r->c;
     size_t vlen = 0;
@@ -405,7 +418,8 @@ static int timed_get(run *r, uint64_t i, int want_found)
     return rc;
 }
 
-static int read_phase(run *r, const char *name, uint64_t n, int miss)
+static int
+read_phase(run *r, const char *name, uint64_t n, int miss)
 {
     wl_gen *g = &r->g;
     if (phase_begin(r, name, n))
@@ -441,7 +455,8 @@ static int read_phase(run *r, const char *name, uint64_t n, int miss)
 
 /* QMDB transaction mix: per tx 15 reads (via get, of keys no tx in this block deletes),
  * 9 updates, 1 create, 1 delete. ops_per_block / 26 transactions per block. */
-static int txmix_phase(run *r, uint64_t blocks)
+static int
+txmix_phase(run *r, uint64_t blocks)
 {
     const bench_cfg *c = r->c;
     wl_gen *g = &r->g;
@@ -479,8 +494,8 @@ static int txmix_phase(run *r, uint64_t blocks)
             if (m > 1 && r->e.get_many) {
                 for (size_t j = 0; j < m; j++)
                     wl_key(g, rix[j0 + j], r->bkeys + j * c->key_size);
-                if (r->e.get_many(&r->e, m, r->bkeys, c->key_size, r->bvals, r->rcap,
-                                  r->bvlens, r->brcs))
+                if (r->e.get_many(&r->e, m, r->bkeys, c->key_size, r->bvals, r->rcap, r->bvlens,
+                                  r->brcs))
                     return -1;
                 for (size_t j = 0; j < m; j++)
                     if (r->brcs[j] != 0 ||
@@ -523,15 +538,16 @@ static int txmix_phase(run *r, uint64_t blocks)
         r->p->ops += ntx;
         r->p->kv_ops += ntx * TX_OPS;
         r->p->blocks++;
-        r->p->logical_wr += ntx * ((TX_UPDATES + 2) * c->key_size +
-                                   (TX_UPDATES + 1) * c->value_size);
+        r->p->logical_wr +=
+            ntx * ((TX_UPDATES + 2) * c->key_size + (TX_UPDATES + 1) * c->value_size);
         progress(r, te);
     }
     phase_end(r);
     return 0;
 }
 
-static int hover(run *r)
+static int
+hover(run *r)
 {
     const bench_cfg *c = r->c;
     if (write_phase(r, "update", W_UPDATE, c->hover_write_block))
@@ -539,7 +555,8 @@ static int hover(run *r)
     return read_phase(r, "read", c->hover_write_block * c->ops_per_block, 0);
 }
 
-static int run_phases(run *r)
+static int
+run_phases(run *r)
 {
     const bench_cfg *c = r->c;
     uint64_t nblocks = c->entry_count / c->ops_per_block;
@@ -568,7 +585,8 @@ static int run_phases(run *r)
     return txmix_phase(r, c->hover_write_block);
 }
 
-static void drop_caches(engine_rec *rec)
+static void
+drop_caches(engine_rec *rec)
 {
     int rc = bench_drop_page_cache(0);
     if (rc >= 0) /* drop_caches not opened: the flag keeps its value */
@@ -578,7 +596,8 @@ static void drop_caches(engine_rec *rec)
 }
 
 /* The adapter configuration of engine for this run. */
-static bench_engine_cfg engine_cfg(const bench_cfg *c, const char *engine)
+static bench_engine_cfg
+engine_cfg(const bench_cfg *c, const char *engine)
 {
     bench_engine_cfg ec = {.durable = c->durable,
                            .mem_cap = c->mem_cap,
@@ -599,7 +618,8 @@ static bench_engine_cfg engine_cfg(const bench_cfg *c, const char *engine)
 
 /* --reopen: the time a restart takes, a fast open (no entry hashing) from a cold cache (with
  * --drop-caches), then close. Returns 0 or -1 with rec->error set. */
-static int time_reopen(run *r, bench_engine_cfg *ec, const char *engine)
+static int
+time_reopen(run *r, bench_engine_cfg *ec, const char *engine)
 {
     engine_rec *rec = r->rec;
     int ret = 0;
@@ -625,7 +645,8 @@ static int time_reopen(run *r, bench_engine_cfg *ec, const char *engine)
 }
 
 /* Frees the run's buffers and the run itself. */
-static void run_free(run *r)
+static void
+run_free(run *r)
 {
     tl_free(&r->tl);
     free(r->lat);
@@ -641,7 +662,8 @@ static void run_free(run *r)
     free(r);
 }
 
-int bench_run_engine(const bench_cfg *c, const char *engine, engine_rec *rec)
+int
+bench_run_engine(const bench_cfg *c, const char *engine, engine_rec *rec)
 {
     run *r = calloc(1, sizeof(*r));
     int ret = 0;
@@ -652,7 +674,8 @@ int bench_run_engine(const bench_cfg *c, const char *engine, engine_rec *rec)
     snprintf(rec->name, sizeof(rec->name), "%s", engine);
     snprintf(rec->dir, sizeof(rec->dir), "%s/%s", c->db_dir, engine);
     rec->durability = strncmp(engine, "qmdb", 4) == 0 ? "D1 (qmdb commits are always durable)"
-                      : c->durable ? "D1" : "D0";
+                      : c->durable                    ? "D1"
+                                                      : "D0";
     if (engine_lookup(engine, &r->e) != 0) {
         snprintf(rec->error, sizeof(rec->error), "%s", r->e.err);
         free(r);

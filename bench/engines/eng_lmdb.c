@@ -29,13 +29,15 @@ typedef struct ldb {
     int rtxn_live;  /* 1 = rtxn is active (not reset) */
 } ldb;
 
-static int lfail(bench_engine *e, const char *what, int rc)
+static int
+lfail(bench_engine *e, const char *what, int rc)
 {
     snprintf(e->err, sizeof(e->err), "lmdb %s: %s", what, mdb_strerror(rc));
     return -1;
 }
 
-static int l_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
+static int
+l_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
 {
     ldb *l = calloc(1, sizeof(*l));
     if (!l) {
@@ -78,7 +80,8 @@ static int l_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
     return 0;
 }
 
-static int l_begin(bench_engine *e, uint64_t height)
+static int
+l_begin(bench_engine *e, uint64_t height)
 {
     (void)height;
     ldb *l = e->h;
@@ -96,13 +99,15 @@ static int l_begin(bench_engine *e, uint64_t height)
     return 0;
 }
 
-static int l_tx(bench_engine *e)
+static int
+l_tx(bench_engine *e)
 {
     (void)e;
     return 0;
 }
 
-static int l_put(bench_engine *e, const void *k, size_t kl, const void *v, size_t vl)
+static int
+l_put(bench_engine *e, const void *k, size_t kl, const void *v, size_t vl)
 {
     ldb *l = e->h;
     MDB_val mk = {kl, (void *)k}, mv = {vl, (void *)v};
@@ -110,7 +115,8 @@ static int l_put(bench_engine *e, const void *k, size_t kl, const void *v, size_
     return rc ? lfail(e, "put", rc) : 0;
 }
 
-static int l_del(bench_engine *e, const void *k, size_t kl)
+static int
+l_del(bench_engine *e, const void *k, size_t kl)
 {
     ldb *l = e->h;
     MDB_val mk = {kl, (void *)k};
@@ -120,7 +126,8 @@ static int l_del(bench_engine *e, const void *k, size_t kl)
     return rc ? lfail(e, "del", rc) : 0;
 }
 
-static int l_commit(bench_engine *e)
+static int
+l_commit(bench_engine *e)
 {
     ldb *l = e->h;
     int rc = mdb_txn_commit(l->wtxn);
@@ -129,7 +136,8 @@ static int l_commit(bench_engine *e)
     return rc ? lfail(e, "commit", rc) : 0;
 }
 
-static int l_get(bench_engine *e, const void *k, size_t kl, void *buf, size_t cap, size_t *vlen)
+static int
+l_get(bench_engine *e, const void *k, size_t kl, void *buf, size_t cap, size_t *vlen)
 {
     ldb *l = e->h;
     MDB_txn *t = l->wtxn;
@@ -159,7 +167,8 @@ static int l_get(bench_engine *e, const void *k, size_t kl, void *buf, size_t ca
     return 0;
 }
 
-static int l_stats(bench_engine *e, bench_engine_stats *st)
+static int
+l_stats(bench_engine *e, bench_engine_stats *st)
 {
     ldb *l = e->h;
     memset(st, 0, sizeof(*st));
@@ -172,7 +181,8 @@ static int l_stats(bench_engine *e, bench_engine_stats *st)
     return 0;
 }
 
-static void l_describe(bench_engine *e, char *buf, size_t n)
+static void
+l_describe(bench_engine *e, char *buf, size_t n)
 {
     ldb *l = e->h;
     MDB_stat ms;
@@ -184,7 +194,8 @@ static void l_describe(bench_engine *e, char *buf, size_t n)
         snprintf(buf, n, "lmdb");
 }
 
-static int l_close(bench_engine *e)
+static int
+l_close(bench_engine *e)
 {
     ldb *l = e->h;
     if (!l)
@@ -202,7 +213,8 @@ static int l_close(bench_engine *e)
 
 /* Ordered scan (YCSB workload E) with a cursor: the open write txn inside a block,
  * otherwise the (renewed) read txn, like l_get. */
-static int l_scan(bench_engine *e, const void *k, size_t kl, size_t count, size_t *got)
+static int
+l_scan(bench_engine *e, const void *k, size_t kl, size_t count, size_t *got)
 {
     ldb *l = e->h;
     size_t vlen;
@@ -236,7 +248,8 @@ static int l_scan(bench_engine *e, const void *k, size_t kl, size_t count, size_
     return 0;
 }
 
-void engine_lmdb_init(bench_engine *e)
+void
+engine_lmdb_init(bench_engine *e)
 {
     memset(e, 0, sizeof(*e));
     e->name = "lmdb";

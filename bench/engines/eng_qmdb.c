@@ -30,7 +30,8 @@ typedef struct qdb {
     size_t rdcap;
 } qdb;
 
-static int qfail(bench_engine *e, const char *what, int rc)
+static int
+qfail(bench_engine *e, const char *what, int rc)
 {
     qdb *q = e->h;
     const char *detail = (q && q->db) ? qmdb_last_error(q->db) : qmdb_open_error();
@@ -39,7 +40,8 @@ static int qfail(bench_engine *e, const char *what, int rc)
     return -1;
 }
 
-static int q_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
+static int
+q_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
 {
     qdb *q = calloc(1, sizeof(*q));
     if (!q) {
@@ -82,32 +84,37 @@ static int q_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
     return 0;
 }
 
-static int q_begin(bench_engine *e, uint64_t height)
+static int
+q_begin(bench_engine *e, uint64_t height)
 {
     (void)height;
     qmdb_batch_reset(((qdb *)e->h)->b);
     return 0;
 }
 
-static int q_tx(bench_engine *e)
+static int
+q_tx(bench_engine *e)
 {
     int rc = qmdb_batch_tx(((qdb *)e->h)->b);
     return rc ? qfail(e, "batch_tx", rc) : 0;
 }
 
-static int q_put(bench_engine *e, const void *k, size_t kl, const void *v, size_t vl)
+static int
+q_put(bench_engine *e, const void *k, size_t kl, const void *v, size_t vl)
 {
     int rc = qmdb_batch_put(((qdb *)e->h)->b, k, kl, v, vl);
     return rc ? qfail(e, "batch_put", rc) : 0;
 }
 
-static int q_del(bench_engine *e, const void *k, size_t kl)
+static int
+q_del(bench_engine *e, const void *k, size_t kl)
 {
     int rc = qmdb_batch_del(((qdb *)e->h)->b, k, kl);
     return rc ? qfail(e, "batch_del", rc) : 0;
 }
 
-static int q_commit(bench_engine *e)
+static int
+q_commit(bench_engine *e)
 {
     qdb *q = e->h;
     if (!q->pipeline) {
@@ -126,15 +133,17 @@ static int q_commit(bench_engine *e)
     return rc ? qfail(e, "wait", rc) : 0;
 }
 
-static int q_sync(bench_engine *e)
+static int
+q_sync(bench_engine *e)
 {
     qdb *q = e->h;
     int rc = qmdb_wait(q->db, q->height, q->root);
     return rc ? qfail(e, "wait", rc) : 0;
 }
 
-static int q_get_many(bench_engine *e, size_t n, const uint8_t *keys, size_t kl, uint8_t *vals,
-                      size_t vcap, size_t *vlens, int *rcs)
+static int
+q_get_many(bench_engine *e, size_t n, const uint8_t *keys, size_t kl, uint8_t *vals, size_t vcap,
+           size_t *vlens, int *rcs)
 {
     qdb *q = e->h;
     if (n > q->rdcap) {
@@ -160,7 +169,8 @@ static int q_get_many(bench_engine *e, size_t n, const uint8_t *keys, size_t kl,
     return 0;
 }
 
-static int q_get(bench_engine *e, const void *k, size_t kl, void *buf, size_t cap, size_t *vlen)
+static int
+q_get(bench_engine *e, const void *k, size_t kl, void *buf, size_t cap, size_t *vlen)
 {
     int rc = qmdb_get(((qdb *)e->h)->db, k, kl, buf, cap, vlen);
     if (rc == QMDB_NOTFOUND)
@@ -170,7 +180,8 @@ static int q_get(bench_engine *e, const void *k, size_t kl, void *buf, size_t ca
     return rc ? qfail(e, "get", rc) : 0;
 }
 
-static int q_stats(bench_engine *e, bench_engine_stats *st)
+static int
+q_stats(bench_engine *e, bench_engine_stats *st)
 {
     qdb *q = e->h;
     qmdb_stats s = QMDB_STATS_INIT;
@@ -202,7 +213,8 @@ static int q_stats(bench_engine *e, bench_engine_stats *st)
     return 0;
 }
 
-static void q_describe(bench_engine *e, char *buf, size_t n)
+static void
+q_describe(bench_engine *e, char *buf, size_t n)
 {
     qdb *q = e->h;
     uint8_t root[QMDB_HASH_LEN];
@@ -215,7 +227,8 @@ static void q_describe(bench_engine *e, char *buf, size_t n)
              (unsigned long long)qmdb_height(q->db), hex);
 }
 
-static int q_close(bench_engine *e)
+static int
+q_close(bench_engine *e)
 {
     qdb *q = e->h;
     if (!q)
@@ -232,9 +245,14 @@ static int q_close(bench_engine *e)
     return 0;
 }
 
-int engine_qmdb_available(void) { return 1; }
+int
+engine_qmdb_available(void)
+{
+    return 1;
+}
 
-void engine_qmdb_init(bench_engine *e)
+void
+engine_qmdb_init(bench_engine *e)
 {
     memset(e, 0, sizeof(*e));
     e->name = "qmdb";

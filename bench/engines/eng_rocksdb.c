@@ -37,14 +37,16 @@ typedef struct rdb {
     int tuned;
 } rdb;
 
-static int fail(bench_engine *e, const char *what, char *rerr)
+static int
+fail(bench_engine *e, const char *what, char *rerr)
 {
     snprintf(e->err, sizeof(e->err), "rocksdb %s: %s", what, rerr ? rerr : "error");
     rocksdb_free(rerr);
     return -1;
 }
 
-static int r_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
+static int
+r_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
 {
     rdb *r = calloc(1, sizeof(*r));
     if (!r) {
@@ -74,32 +76,37 @@ static int r_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
     return 0;
 }
 
-static int r_begin(bench_engine *e, uint64_t height)
+static int
+r_begin(bench_engine *e, uint64_t height)
 {
     (void)height;
     rocksdb_writebatch_clear(((rdb *)e->h)->wb);
     return 0;
 }
 
-static int r_tx(bench_engine *e)
+static int
+r_tx(bench_engine *e)
 {
     (void)e;
     return 0;
 }
 
-static int r_put(bench_engine *e, const void *k, size_t kl, const void *v, size_t vl)
+static int
+r_put(bench_engine *e, const void *k, size_t kl, const void *v, size_t vl)
 {
     rocksdb_writebatch_put(((rdb *)e->h)->wb, k, kl, v, vl);
     return 0;
 }
 
-static int r_del(bench_engine *e, const void *k, size_t kl)
+static int
+r_del(bench_engine *e, const void *k, size_t kl)
 {
     rocksdb_writebatch_delete(((rdb *)e->h)->wb, k, kl);
     return 0;
 }
 
-static int r_commit(bench_engine *e)
+static int
+r_commit(bench_engine *e)
 {
     rdb *r = e->h;
     char *rerr = NULL;
@@ -109,7 +116,8 @@ static int r_commit(bench_engine *e)
     return 0;
 }
 
-static int r_get(bench_engine *e, const void *k, size_t kl, void *buf, size_t cap, size_t *vlen)
+static int
+r_get(bench_engine *e, const void *k, size_t kl, void *buf, size_t cap, size_t *vlen)
 {
     rdb *r = e->h;
     char *rerr = NULL;
@@ -132,8 +140,9 @@ static int r_get(bench_engine *e, const void *k, size_t kl, void *buf, size_t ca
 
 /* The driver's batch reads: RocksDB's batched MultiGet (one call per batch; it groups the
  * lookups per SST file and shares index and filter work). */
-static int r_get_many(bench_engine *e, size_t n, const uint8_t *keys, size_t kl, uint8_t *vals,
-                      size_t vcap, size_t *vlens, int *rcs)
+static int
+r_get_many(bench_engine *e, size_t n, const uint8_t *keys, size_t kl, uint8_t *vals, size_t vcap,
+           size_t *vlens, int *rcs)
 {
     rdb *r = e->h;
     if (n > r->mcap) {
@@ -180,7 +189,8 @@ static int r_get_many(bench_engine *e, size_t n, const uint8_t *keys, size_t kl,
     return rc;
 }
 
-static uint64_t prop_u64(rdb *r, const char *name)
+static uint64_t
+prop_u64(rdb *r, const char *name)
 {
     char *s = rocksdb_property_value(r->db, name);
     uint64_t v = s ? strtoull(s, NULL, 10) : 0;
@@ -188,15 +198,16 @@ static uint64_t prop_u64(rdb *r, const char *name)
     return v;
 }
 
-static int r_stats(bench_engine *e, bench_engine_stats *st)
+static int
+r_stats(bench_engine *e, bench_engine_stats *st)
 {
     rdb *r = e->h;
     memset(st, 0, sizeof(*st));
     st->has_dram = 1;
     st->tree_dram_bytes = prop_u64(r, "rocksdb.cur-size-all-mem-tables");
     st->index_dram_bytes = prop_u64(r, "rocksdb.estimate-table-readers-mem");
-    st->cache_bytes = r->cache ? rocksdb_cache_get_usage(r->cache)
-                               : prop_u64(r, "rocksdb.block-cache-usage");
+    st->cache_bytes =
+        r->cache ? rocksdb_cache_get_usage(r->cache) : prop_u64(r, "rocksdb.block-cache-usage");
     st->live_entries = prop_u64(r, "rocksdb.estimate-num-keys");
     snprintf(st->note, sizeof(st->note),
              "memtables=%llu table-readers=%llu block-cache=%llu pending-compaction=%llu",
@@ -206,7 +217,8 @@ static int r_stats(bench_engine *e, bench_engine_stats *st)
     return 0;
 }
 
-static void r_describe(bench_engine *e, char *buf, size_t n)
+static void
+r_describe(bench_engine *e, char *buf, size_t n)
 {
     rdb *r = e->h;
     snprintf(buf, n, "rocksdb %s, estimate-num-keys=%llu, L0 files=%llu",
@@ -215,7 +227,8 @@ static void r_describe(bench_engine *e, char *buf, size_t n)
              (unsigned long long)prop_u64(r, "rocksdb.num-files-at-level0"));
 }
 
-static int r_close(bench_engine *e)
+static int
+r_close(bench_engine *e)
 {
     rdb *r = e->h;
     if (!r)
@@ -246,14 +259,14 @@ static int r_close(bench_engine *e)
 }
 
 /* Ordered scan (YCSB workload E): one iterator per scan on the latest committed state. */
-static int r_scan(bench_engine *e, const void *k, size_t kl, size_t count, size_t *got)
+static int
+r_scan(bench_engine *e, const void *k, size_t kl, size_t count, size_t *got)
 {
     rdb *r = e->h;
     rocksdb_iterator_t *it = rocksdb_create_iterator(r->db, r->ro);
     size_t n = 0;
     volatile unsigned char sink = 0;
-    for (rocksdb_iter_seek(it, k, kl); n < count && rocksdb_iter_valid(it);
-         rocksdb_iter_next(it)) {
+    for (rocksdb_iter_seek(it, k, kl); n < count && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
         size_t vl = 0;
         const char *v = rocksdb_iter_value(it, &vl);
         if (v && vl)
@@ -270,7 +283,8 @@ static int r_scan(bench_engine *e, const void *k, size_t kl, size_t count, size_
     return 0;
 }
 
-void engine_rocksdb_init(bench_engine *e, int tuned)
+void
+engine_rocksdb_init(bench_engine *e, int tuned)
 {
     memset(e, 0, sizeof(*e));
     e->name = tuned ? "rocksdb" : "rocksdb-default";

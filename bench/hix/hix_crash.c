@@ -14,6 +14,8 @@
  *       32-byte values, as qmdb-bench) until MIN_MERGES merges were installed, then EXTRA
  *       more blocks; submits one more and SIGKILLs itself while it is in flight.
  */
+#include "qmdb.h"
+
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,8 +23,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "qmdb.h"
 
 static double
 now(void)
@@ -67,9 +67,8 @@ print_stats(qmdb_db *db, const char *what, double secs)
         exit(1);
     printf("%s: %.3f s; height %llu, %llu live entries; %u shards resumed, %llu blocks / %llu "
            "changes replayed; %llu merges\n",
-           what, secs, (unsigned long long)st.height,
-           (unsigned long long)st.live_with_sentries, st.index_resumed_shards,
-           (unsigned long long)st.index_replayed_blocks,
+           what, secs, (unsigned long long)st.height, (unsigned long long)st.live_with_sentries,
+           st.index_resumed_shards, (unsigned long long)st.index_replayed_blocks,
            (unsigned long long)st.index_replayed_changes, (unsigned long long)st.index_merges);
     fflush(stdout);
 }

@@ -164,15 +164,14 @@ load_db(const pb_cfg *c, pb_db *d)
         qmdb_batch_reset(b);
     }
     qmdb_batch_free(b);
-    fprintf(stderr, "loaded %" PRIu64 " keys in %.1f s (%.0f keys/s), height %" PRIu64 "\n",
-            c->n, d->load_s, c->n / d->load_s, d->h);
+    fprintf(stderr, "loaded %" PRIu64 " keys in %.1f s (%.0f keys/s), height %" PRIu64 "\n", c->n,
+            d->load_s, c->n / d->load_s, d->h);
 }
 
 /* The claims of proof kind `kind` (0 inclusion, 1 exclusion, 2 historical): key ids and
  * heights (UINT64_MAX = latest). */
 static void
-pick_claims(const pb_cfg *c, const pb_db *d, int kind, uint64_t cnt, uint64_t *ids,
-            uint64_t *hts)
+pick_claims(const pb_cfg *c, const pb_db *d, int kind, uint64_t cnt, uint64_t *ids, uint64_t *hts)
 {
     for (uint64_t j = 0; j < cnt; j++) {
         uint64_t r = mix(j * 3 + (uint64_t)kind + 1000000007ull);
@@ -210,8 +209,8 @@ warm_history(const pb_db *d, uint64_t cnt, const uint64_t *ids, const uint64_t *
 /* Verifies the k->n proofs of kind `kind` against the latest root. 0, or 1 with a message
  * when one does not verify. */
 static int
-verify_all(const pb_db *d, int kind, const kind_stats *k, const uint64_t *ids,
-           const uint64_t *hts, uint8_t *const *proofs, const size_t *lens)
+verify_all(const pb_db *d, int kind, const kind_stats *k, const uint64_t *ids, const uint64_t *hts,
+           uint8_t *const *proofs, const size_t *lens)
 {
     uint8_t key[16], val[32];
     for (uint64_t j = 0; j < k->n; j++) {
@@ -238,8 +237,8 @@ verify_all(const pb_db *d, int kind, const kind_stats *k, const uint64_t *ids,
 /* Generates (timed) and verifies (timed) the proofs of one kind, then prints its line.
  * *hist_first_s gets the history warm-up time for the historical kind. 0 or 1. */
 static int
-bench_kind(const pb_cfg *c, const pb_db *d, int kind, kind_stats *k, uint8_t **proofs,
-           size_t *lens, uint64_t *ids, uint64_t *hts, double *hist_first_s)
+bench_kind(const pb_cfg *c, const pb_db *d, int kind, kind_stats *k, uint8_t **proofs, size_t *lens,
+           uint64_t *ids, uint64_t *hts, double *hist_first_s)
 {
     uint8_t key[16];
     k->n = kind == 0 ? c->m : (c->m / 4 ? c->m / 4 : 1);

@@ -14,21 +14,21 @@
  * write/create (an empty value is a delete), a del per delete, and commit_block. Every trace
  * block, init or not, is exactly one engine block; heights start at 1.
  */
-#include "registry.h"
 #include "replay.h"
+
+#include "registry.h"
 #include "report.h"
 #include "trace.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <openssl/evp.h>
+#include <qmdb.h> /* QMDB_SHARDS, and the qmdb API when QMDB_BENCH_HAVE_QMDB */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <qmdb.h> /* QMDB_SHARDS, and the qmdb API when QMDB_BENCH_HAVE_QMDB */
 
 typedef struct rcfg {
     char engines[BENCH_MAX_ENGINES][32];
@@ -54,7 +54,8 @@ typedef struct model {
     size_t kn, kcap, vn, vcap;
 } model;
 
-static uint64_t key_hash(const uint8_t *k, size_t n)
+static uint64_t
+key_hash(const uint8_t *k, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++)
@@ -62,7 +63,8 @@ static uint64_t key_hash(const uint8_t *k, size_t n)
     return h ^ (h >> 31);
 }
 
-static int arena_add(uint8_t **a, size_t *n, size_t *cap, const void *p, size_t len)
+static int
+arena_add(uint8_t **a, size_t *n, size_t *cap, const void *p, size_t len)
 {
     if (*n + len > *cap) {
         size_t nc = *cap ? *cap : 1 << 16;
@@ -80,7 +82,8 @@ static int arena_add(uint8_t **a, size_t *n, size_t *cap, const void *p, size_t 
     return 0;
 }
 
-static int model_set(model *m, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl, int live)
+static int
+model_set(model *m, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl, int live)
 {
     if ((m->n + 1) * 2 > m->ht_cap) {
         size_t nc = m->ht_cap ? m->ht_cap * 2 : 1 << 12;
@@ -141,7 +144,8 @@ static int model_set(model *m, const uint8_t *k, size_t kl, const uint8_t *v, si
     return 0;
 }
 
-static void model_free(model *m)
+static void
+model_free(model *m)
 {
     free(m->e);
     free(m->ht);
@@ -151,7 +155,8 @@ static void model_free(model *m)
 }
 
 /* Applies a whole trace to the model (last write wins, in trace order). */
-static int model_load(model *m, const char *path)
+static int
+model_load(model *m, const char *path)
 {
     char err[600];
     trace_reader *r;
@@ -201,20 +206,23 @@ typedef struct rres {
     char root[65], shard[QMDB_SHARDS][65];
 } rres;
 
-static void hex32(const uint8_t *p, char out[65])
+static void
+hex32(const uint8_t *p, char out[65])
 {
     for (int i = 0; i < 32; i++)
         snprintf(out + 2 * i, 3, "%02x", p[i]);
 }
 
-static int efail(rres *res, const bench_engine *e, const char *what)
+static int
+efail(rres *res, const bench_engine *e, const char *what)
 {
     snprintf(res->error, sizeof(res->error), "%s: %s", what, e->err[0] ? e->err : "failed");
     return -1;
 }
 
 /* Loads the init bundle: each bundle block -> one engine block, one transaction. */
-static int load_init(const rcfg *c, bench_engine *e, rres *res, uint64_t *height)
+static int
+load_init(const rcfg *c, bench_engine *e, rres *res, uint64_t *height)
 {
     char err[600];
     trace_pipe *p;
@@ -238,8 +246,8 @@ static int load_init(const rcfg *c, bench_engine *e, rres *res, uint64_t *height
             if (op->type == TOP_READ)
                 continue;
             if (op->type != TOP_DELETE && op->vlen)
-                rc = e->put(e, op->key, op->klen, op->val, op->vlen) ? efail(res, e, "init put")
-                                                                       : 0;
+                rc =
+                    e->put(e, op->key, op->klen, op->val, op->vlen) ? efail(res, e, "init put") : 0;
             else
                 rc = e->del(e, op->key, op->klen) ? efail(res, e, "init del") : 0;
         }
@@ -275,8 +283,9 @@ static int load_init(const rcfg *c, bench_engine *e, rres *res, uint64_t *height
 }
 
 /* The block's reads, timed one by one into rl, before the block starts. 0 or -1. */
-static int replay_reads(bench_engine *e, const trace_block *b, uint8_t *rbuf, size_t rcap,
-                        lat_hist *rl, rres *res)
+static int
+replay_reads(bench_engine *e, const trace_block *b, uint8_t *rbuf, size_t rcap, lat_hist *rl,
+             rres *res)
 {
     int rc = 0;
     for (uint32_t i = 0; i < b->n_ops && !rc; i++) {
@@ -297,7 +306,8 @@ static int replay_reads(bench_engine *e, const trace_block *b, uint8_t *rbuf, si
 
 /* The block's writes, transaction by transaction (a put of an empty value is a delete).
  * 0 or -1. */
-static int replay_writes(bench_engine *e, const trace_block *b, rres *res)
+static int
+replay_writes(bench_engine *e, const trace_block *b, rres *res)
 {
     int rc = 0;
     for (uint32_t t = 0; t < b->n_tx && !rc; t++) {
@@ -310,8 +320,7 @@ static int replay_writes(bench_engine *e, const trace_block *b, rres *res)
             if (op->type == TOP_READ)
                 continue;
             if (op->type != TOP_DELETE && op->vlen) {
-                rc = e->put(e, op->key, op->klen, op->val, op->vlen) ? efail(res, e, "put")
-                                                                       : 0;
+                rc = e->put(e, op->key, op->klen, op->val, op->vlen) ? efail(res, e, "put") : 0;
                 res->puts++;
             } else {
                 rc = e->del(e, op->key, op->klen) ? efail(res, e, "del") : 0;
@@ -324,7 +333,8 @@ static int replay_writes(bench_engine *e, const trace_block *b, rres *res)
 }
 
 /* The summary lines of a finished replay. */
-static void print_replay_done(const rres *res)
+static void
+print_replay_done(const rres *res)
 {
     printf("Benchmark Finished.\n");
     printf("Total Ops: %" PRIu64 "\n", res->ops);
@@ -332,18 +342,20 @@ static void print_replay_done(const rres *res)
     printf("Blocks: %" PRIu64 " | Txs: %" PRIu64 " | TPS: %.0f | Ops/s: %.0f | reads %" PRIu64
            " (%" PRIu64 " hits), puts %" PRIu64 ", deletes %" PRIu64 "\n",
            res->blocks, res->txs, res->secs > 0 ? (double)res->txs / res->secs : 0,
-           res->secs > 0 ? (double)res->ops / res->secs : 0, res->reads, res->read_hits,
-           res->puts, res->dels);
+           res->secs > 0 ? (double)res->ops / res->secs : 0, res->reads, res->read_hits, res->puts,
+           res->dels);
     printf("> Latency per read: p50=%.1fus p99=%.1fus max=%.1fus | per block: p50=%.2fms "
            "p99=%.2fms (commit p50=%.2fms) | waited for the reader thread %.3fs\n",
            res->read_lat.p50 / 1e3, res->read_lat.p99 / 1e3, res->read_lat.max / 1e3,
            res->block_lat.p50 / 1e6, res->block_lat.p99 / 1e6, res->commit_lat.p50 / 1e6,
            res->wait_secs);
     printf("> OS Physical Write = %" PRIu64 " bytes, Read = %" PRIu64 " bytes; CPU user=%.2fs "
-           "sys=%.2fs\n", res->disk_wr, res->disk_rd, res->cpu_user, res->cpu_sys);
+           "sys=%.2fs\n",
+           res->disk_wr, res->disk_rd, res->cpu_user, res->cpu_sys);
 }
 
-static int do_replay(const rcfg *c, bench_engine *e, rres *res, uint64_t *height)
+static int
+do_replay(const rcfg *c, bench_engine *e, rres *res, uint64_t *height)
 {
     char err[600];
     trace_pipe *p;
@@ -427,7 +439,8 @@ static int do_replay(const rcfg *c, bench_engine *e, rres *res, uint64_t *height
 }
 
 /* Reads every model key back from the engine; compares with the model; digests what it read. */
-static int readback(const rcfg *c, bench_engine *e, const model *m, rres *res)
+static int
+readback(const rcfg *c, bench_engine *e, const model *m, rres *res)
 {
     FILE *df = NULL;
     if (c->dump) {
@@ -472,8 +485,7 @@ static int readback(const rcfg *c, bench_engine *e, const model *m, rres *res)
         int found = g == 0;
         res->vkeys++;
         res->vlive += found;
-        if (found != x->live ||
-            (found && (vl != x->vlen || memcmp(buf, m->va + x->voff, vl) != 0)))
+        if (found != x->live || (found && (vl != x->vlen || memcmp(buf, m->va + x->voff, vl) != 0)))
             res->vbad++;
         uint8_t h[6] = {x->klen, (uint8_t)found};
         uint32_t v32 = found ? (uint32_t)vl : 0;
@@ -502,12 +514,14 @@ static int readback(const rcfg *c, bench_engine *e, const model *m, rres *res)
     res->verified = !rc;
     if (!rc)
         printf("Readback: keys=%" PRIu64 " present=%" PRIu64 " mismatches=%" PRIu64
-               " readback_sha256=%s\n", res->vkeys, res->vlive, res->vbad, res->vdigest);
+               " readback_sha256=%s\n",
+               res->vkeys, res->vlive, res->vbad, res->vdigest);
     return rc;
 }
 
 /* qmdb only: reopen read-only and print the 16 shard roots and the state root. */
-static int qmdb_roots(rres *res)
+static int
+qmdb_roots(rres *res)
 {
 #ifdef QMDB_BENCH_HAVE_QMDB
     qmdb_options o;
@@ -545,7 +559,8 @@ static int qmdb_roots(rres *res)
 #endif
 }
 
-static int run_engine(const rcfg *c, const char *name, const model *m, rres *res)
+static int
+run_engine(const rcfg *c, const char *name, const model *m, rres *res)
 {
     bench_engine e;
     snprintf(res->name, sizeof(res->name), "%s", name);
@@ -572,8 +587,10 @@ static int run_engine(const rcfg *c, const char *name, const model *m, rres *res
         trace_hdr_u64(tr_header(r), "creates", &creates);
         tr_close(r);
     }
-    bench_engine_cfg ec = {.durable = c->durable, .entry_count = init_ops + creates + 1,
-                           .key_size = TRACE_KEY_MAX, .value_size = 80,
+    bench_engine_cfg ec = {.durable = c->durable,
+                           .entry_count = init_ops + creates + 1,
+                           .key_size = TRACE_KEY_MAX,
+                           .value_size = 80,
                            .tuned = strcmp(name, "rocksdb") == 0};
     uint64_t t = now_ns();
     if (e.open(&e, res->dir, &ec)) {
@@ -608,7 +625,8 @@ static int run_engine(const rcfg *c, const char *name, const model *m, rres *res
     return rc;
 }
 
-static int write_json(const rcfg *c, const rres *rs, int n, const char *hdr, int ok)
+static int
+write_json(const rcfg *c, const rres *rs, int n, const char *hdr, int ok)
 {
     char tmp[4200];
     FILE *f = jw_file_open(c->output, tmp, sizeof(tmp), "replay");
@@ -624,8 +642,9 @@ static int write_json(const rcfg *c, const rres *rs, int n, const char *hdr, int
     jw_str(&w, "init", c->init);
     jw_str(&w, "db_dir", c->db_dir);
     jw_str(&w, "durability", c->durable ? "D1" : "D0");
-    jw_str(&w, "read_semantics", "reads see the last committed state (before the block's "
-                                 "writes), for every engine");
+    jw_str(&w, "read_semantics",
+           "reads see the last committed state (before the block's "
+           "writes), for every engine");
     jw_bool(&w, "verify", c->verify);
     jw_str(&w, "trace_header", hdr);
     jw_obj_end(&w);
@@ -697,33 +716,36 @@ static int write_json(const rcfg *c, const rres *rs, int n, const char *hdr, int
     return jw_file_commit(f, tmp, c->output, "replay");
 }
 
-static void usage(FILE *f)
+static void
+usage(FILE *f)
 {
-    fprintf(f,
-        "usage: qmdb-bench replay --trace TRACE [--init INIT] [options]   (docs/TRACE.md)\n"
-        "  --trace PATH        QTRC trace file or directory of *.qtr segments\n"
-        "  --init PATH         initial-state bundle, loaded (untimed) before the replay\n"
-        "  --engine LIST       qmdb|rocksdb|rocksdb-default|lmdb|mpt, comma-separated "
-        "(default qmdb)\n"
-        "  --db-dir DIR        parent of the engines' DBs (default /tmp/qmdb-replay)\n"
-        "  --durability D0|D1  (default D1; qmdb is always D1)\n"
-        "  --verify            read every key of init + trace back at the end and compare with\n"
-        "                      the trace's final state; engines must agree (exit 1 otherwise)\n"
-        "  --dump PREFIX       with --verify: write PREFIX.<engine> (key value|- per line)\n"
-        "  --queue-depth N     blocks the reader thread decodes ahead (default 64)\n"
-        "  --progress-secs S   seconds between progress lines (default 2)\n"
-        "  --output FILE       JSON results (default qmdb-replay-results.json)\n"
-        "  --keep              keep the DB directories\n");
+    fprintf(
+        f, "usage: qmdb-bench replay --trace TRACE [--init INIT] [options]   (docs/TRACE.md)\n"
+           "  --trace PATH        QTRC trace file or directory of *.qtr segments\n"
+           "  --init PATH         initial-state bundle, loaded (untimed) before the replay\n"
+           "  --engine LIST       qmdb|rocksdb|rocksdb-default|lmdb|mpt, comma-separated "
+           "(default qmdb)\n"
+           "  --db-dir DIR        parent of the engines' DBs (default /tmp/qmdb-replay)\n"
+           "  --durability D0|D1  (default D1; qmdb is always D1)\n"
+           "  --verify            read every key of init + trace back at the end and compare with\n"
+           "                      the trace's final state; engines must agree (exit 1 otherwise)\n"
+           "  --dump PREFIX       with --verify: write PREFIX.<engine> (key value|- per line)\n"
+           "  --queue-depth N     blocks the reader thread decodes ahead (default 64)\n"
+           "  --progress-secs S   seconds between progress lines (default 2)\n"
+           "  --output FILE       JSON results (default qmdb-replay-results.json)\n"
+           "  --keep              keep the DB directories\n");
 }
 
-static void on_sig(int s)
+static void
+on_sig(int s)
 {
     (void)s;
     bench_stop = 1;
 }
 
 /* Parses the replay flags into c. Returns -1 to go on, else the exit status. */
-static int parse_args(rcfg *c, int argc, char **argv)
+static int
+parse_args(rcfg *c, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -788,7 +810,8 @@ static int parse_args(rcfg *c, int argc, char **argv)
 }
 
 /* The "Replay summary" lines; 1 when the engines' read-backs differ, else 0. */
-static int print_summary(const rcfg *c, const rres *rs, int n)
+static int
+print_summary(const rcfg *c, const rres *rs, int n)
 {
     int fail = 0;
     printf("\nReplay summary\n");
@@ -809,10 +832,14 @@ static int print_summary(const rcfg *c, const rres *rs, int n)
     return fail;
 }
 
-int replay_main(int argc, char **argv)
+int
+replay_main(int argc, char **argv)
 {
-    rcfg c = {.db_dir = "/tmp/qmdb-replay", .output = "qmdb-replay-results.json", .durable = 1,
-              .depth = 64, .progress_secs = 2.0};
+    rcfg c = {.db_dir = "/tmp/qmdb-replay",
+              .output = "qmdb-replay-results.json",
+              .durable = 1,
+              .depth = 64,
+              .progress_secs = 2.0};
     snprintf(c.engines[0], sizeof(c.engines[0]), "qmdb");
     c.n_engines = 1;
     int st = parse_args(&c, argc, argv);
@@ -829,8 +856,7 @@ int replay_main(int argc, char **argv)
         return 2;
     }
     if (disk_find(c.db_dir, bench_disk, sizeof(bench_disk)) != 0)
-        fprintf(stderr, "warning: no block device found for %s; disk bytes will be 0\n",
-                c.db_dir);
+        fprintf(stderr, "warning: no block device found for %s; disk bytes will be 0\n", c.db_dir);
 
     char err[600], hdr[8192] = "";
     trace_reader *r;
@@ -843,8 +869,7 @@ int replay_main(int argc, char **argv)
     printf("qmdb-bench replay: trace=%s init=%s engines=", c.trace, c.init ? c.init : "(none)");
     for (int i = 0; i < c.n_engines; i++)
         printf("%s%s", i ? "," : "", c.engines[i]);
-    printf(" durability=%s device=%s\n", c.durable ? "D1" : "D0",
-           bench_disk[0] ? bench_disk : "?");
+    printf(" durability=%s device=%s\n", c.durable ? "D1" : "D0", bench_disk[0] ? bench_disk : "?");
 
     model m;
     memset(&m, 0, sizeof(m));

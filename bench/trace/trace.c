@@ -9,6 +9,8 @@
  */
 #include "trace.h"
 
+#include "trace_int.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -18,14 +20,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "trace_int.h"
-
 /* ---- CRC32C ------------------------------------------------------------------------------ */
 
 static uint32_t crc_tab[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
-static void crc_init(void)
+static void
+crc_init(void)
 {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
@@ -38,7 +39,8 @@ static void crc_init(void)
             crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^ crc_tab[0][crc_tab[t - 1][i] & 0xff];
 }
 
-uint32_t trace_crc32c(uint32_t crc, const void *p, size_t n)
+uint32_t
+trace_crc32c(uint32_t crc, const void *p, size_t n)
 {
     pthread_once(&crc_once, crc_init);
     const uint8_t *s = p;
@@ -46,9 +48,9 @@ uint32_t trace_crc32c(uint32_t crc, const void *p, size_t n)
     while (n >= 8) { /* slicing-by-8 */
         uint32_t lo = crc ^ ((uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 |
                              (uint32_t)s[3] << 24);
-        crc = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^
-              crc_tab[5][(lo >> 16) & 0xff] ^ crc_tab[4][lo >> 24] ^ crc_tab[3][s[4]] ^
-              crc_tab[2][s[5]] ^ crc_tab[1][s[6]] ^ crc_tab[0][s[7]];
+        crc = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^ crc_tab[5][(lo >> 16) & 0xff] ^
+              crc_tab[4][lo >> 24] ^ crc_tab[3][s[4]] ^ crc_tab[2][s[5]] ^ crc_tab[1][s[6]] ^
+              crc_tab[0][s[7]];
         s += 8;
         n -= 8;
     }
@@ -64,7 +66,8 @@ typedef struct buf {
     size_t n, cap;
 } buf;
 
-static int buf_reserve(buf *b, size_t more)
+static int
+buf_reserve(buf *b, size_t more)
 {
     if (b->n + more <= b->cap)
         return 0;
@@ -78,7 +81,8 @@ static int buf_reserve(buf *b, size_t more)
     b->cap = nc;
     return 0;
 }
-static int buf_add(buf *b, const void *p, size_t n)
+static int
+buf_add(buf *b, const void *p, size_t n)
 {
     if (buf_reserve(b, n))
         return -1;
@@ -86,7 +90,8 @@ static int buf_add(buf *b, const void *p, size_t n)
     b->n += n;
     return 0;
 }
-static int buf_varint(buf *b, uint64_t v)
+static int
+buf_varint(buf *b, uint64_t v)
 {
     uint8_t t[10];
     size_t n = 0;
@@ -102,7 +107,8 @@ static int buf_varint(buf *b, uint64_t v)
 
 /* ---- header text ------------------------------------------------------------------------- */
 
-int trace_hdr_get(const char *text, const char *key, char *out, size_t n)
+int
+trace_hdr_get(const char *text, const char *key, char *out, size_t n)
 {
     size_t kl = strlen(key);
     for (const char *l = text; l && *l;) {
@@ -121,7 +127,8 @@ int trace_hdr_get(const char *text, const char *key, char *out, size_t n)
     return -1;
 }
 
-int trace_hdr_u64(const char *text, const char *key, uint64_t *out)
+int
+trace_hdr_u64(const char *text, const char *key, uint64_t *out)
 {
     char v[32];
     if (trace_hdr_get(text, key, v, sizeof(v)))
@@ -136,18 +143,22 @@ int trace_hdr_u64(const char *text, const char *key, uint64_t *out)
 }
 
 static const char *const STAT_NAMES[N_STATS] = {
-    "blocks", "txs", "ops", "reads", "writes", "creates", "deletes", "account_ops",
-    "storage_ops", "empty_writes", "value_bytes", "first_block", "last_block"};
+    "blocks",      "txs",         "ops",         "reads",       "writes",
+    "creates",     "deletes",     "account_ops", "storage_ops", "empty_writes",
+    "value_bytes", "first_block", "last_block"};
 
-void trace_stats_to_arr(const trace_stats *s, uint64_t a[N_STATS])
+void
+trace_stats_to_arr(const trace_stats *s, uint64_t a[N_STATS])
 {
-    uint64_t t[N_STATS] = {s->blocks, s->txs, s->ops, s->reads, s->writes, s->creates,
-                           s->deletes, s->account_ops, s->storage_ops, s->empty_writes,
-                           s->value_bytes, s->first_block, s->last_block};
+    uint64_t t[N_STATS] = {s->blocks,      s->txs,          s->ops,         s->reads,
+                           s->writes,      s->creates,      s->deletes,     s->account_ops,
+                           s->storage_ops, s->empty_writes, s->value_bytes, s->first_block,
+                           s->last_block};
     memcpy(a, t, sizeof(t));
 }
 
-void trace_stats_from_arr(trace_stats *s, const uint64_t a[N_STATS])
+void
+trace_stats_from_arr(trace_stats *s, const uint64_t a[N_STATS])
 {
     s->blocks = a[0], s->txs = a[1], s->ops = a[2], s->reads = a[3], s->writes = a[4];
     s->creates = a[5], s->deletes = a[6], s->account_ops = a[7], s->storage_ops = a[8];
@@ -155,7 +166,8 @@ void trace_stats_from_arr(trace_stats *s, const uint64_t a[N_STATS])
     s->last_block = a[12];
 }
 
-void trace_stats_text(const trace_stats *s, char *out, size_t cap, size_t *len)
+void
+trace_stats_text(const trace_stats *s, char *out, size_t cap, size_t *len)
 {
     uint64_t a[N_STATS];
     trace_stats_to_arr(s, a);
@@ -165,11 +177,10 @@ void trace_stats_text(const trace_stats *s, char *out, size_t cap, size_t *len)
             *len += (size_t)n;
     }
     if (*len < cap && s->ops) {
-        int n = snprintf(out + *len, cap - *len,
-                         "read_fraction=%.4f\nops_per_tx=%.3f\ntxs_per_block=%.2f\n",
-                         (double)s->reads / (double)s->ops,
-                         s->txs ? (double)s->ops / (double)s->txs : 0.0,
-                         s->blocks ? (double)s->txs / (double)s->blocks : 0.0);
+        int n = snprintf(
+            out + *len, cap - *len, "read_fraction=%.4f\nops_per_tx=%.3f\ntxs_per_block=%.2f\n",
+            (double)s->reads / (double)s->ops, s->txs ? (double)s->ops / (double)s->txs : 0.0,
+            s->blocks ? (double)s->txs / (double)s->blocks : 0.0);
         if (n > 0)
             *len += (size_t)n;
     }
@@ -177,7 +188,8 @@ void trace_stats_text(const trace_stats *s, char *out, size_t cap, size_t *len)
         *len = cap ? cap - 1 : 0;
 }
 
-void trace_stats_add(trace_stats *s, const trace_stats *b)
+void
+trace_stats_add(trace_stats *s, const trace_stats *b)
 {
     if (!b->blocks)
         return;
@@ -191,7 +203,8 @@ void trace_stats_add(trace_stats *s, const trace_stats *b)
     s->empty_writes += b->empty_writes, s->value_bytes += b->value_bytes;
 }
 
-void trace_block_free(trace_block *b)
+void
+trace_block_free(trace_block *b)
 {
     free(b->ops);
     free(b->tx_start);
@@ -205,12 +218,12 @@ void trace_block_free(trace_block *b)
 struct trace_writer {
     char path[4096];
     uint64_t per_file;
-    char *hdr;                 /* static header text */
+    char *hdr; /* static header text */
     FILE *f;
     char first_path[4200];
     unsigned file_no;
     uint64_t file_blocks;
-    trace_stats all, seg;      /* whole trace, current segment */
+    trace_stats all, seg; /* whole trace, current segment */
     /* current block */
     int in_block, in_tx;
     uint64_t number, last_number;
@@ -224,8 +237,8 @@ struct trace_writer {
     char err[512];
 };
 
-__attribute__((format(printf, 2, 3)))
-static int tw_fail(trace_writer *w, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int
+tw_fail(trace_writer *w, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -235,7 +248,8 @@ static int tw_fail(trace_writer *w, const char *fmt, ...)
 }
 
 /* Writes the file header; the text area is `cap` bytes (0 = max(text + NUL, reserve)). */
-static int write_header(FILE *f, const char *text, uint32_t cap)
+static int
+write_header(FILE *f, const char *text, uint32_t cap)
 {
     size_t tl = strlen(text) + 1;
     if (cap == 0)
@@ -255,8 +269,9 @@ static int write_header(FILE *f, const char *text, uint32_t cap)
     return n == 16 + (size_t)cap + 4 ? 0 : -1;
 }
 
-static int write_record(trace_writer *w, const char tag[4], uint64_t number, uint32_t n_tx,
-                        uint32_t n_ops, const uint8_t *pl, size_t pn)
+static int
+write_record(trace_writer *w, const char tag[4], uint64_t number, uint32_t n_tx, uint32_t n_ops,
+             const uint8_t *pl, size_t pn)
 {
     uint8_t h[REC_HDR];
     memcpy(h, tag, 4);
@@ -270,7 +285,8 @@ static int write_record(trace_writer *w, const char tag[4], uint64_t number, uin
     return 0;
 }
 
-static int seg_open(trace_writer *w)
+static int
+seg_open(trace_writer *w)
 {
     char p[4200];
     if (w->per_file)
@@ -290,7 +306,8 @@ static int seg_open(trace_writer *w)
     return 0;
 }
 
-static int seg_close(trace_writer *w)
+static int
+seg_close(trace_writer *w)
 {
     uint64_t a[N_STATS];
     uint8_t pl[N_STATS * 8];
@@ -305,8 +322,9 @@ static int seg_close(trace_writer *w)
     return rc;
 }
 
-int tw_open(trace_writer **out, const char *path, uint64_t blocks_per_file, const char *hdr_text,
-            char *err, size_t errn)
+int
+tw_open(trace_writer **out, const char *path, uint64_t blocks_per_file, const char *hdr_text,
+        char *err, size_t errn)
 {
     trace_writer *w = calloc(1, sizeof(*w));
     *out = NULL;
@@ -328,10 +346,19 @@ int tw_open(trace_writer **out, const char *path, uint64_t blocks_per_file, cons
     return 0;
 }
 
-const trace_stats *tw_stats(const trace_writer *w) { return &w->all; }
-const char *tw_error(const trace_writer *w) { return w->err; }
+const trace_stats *
+tw_stats(const trace_writer *w)
+{
+    return &w->all;
+}
+const char *
+tw_error(const trace_writer *w)
+{
+    return w->err;
+}
 
-int tw_block_begin(trace_writer *w, uint64_t number)
+int
+tw_block_begin(trace_writer *w, uint64_t number)
 {
     if (w->in_block)
         return tw_fail(w, "block %" PRIu64 " begun inside block %" PRIu64, number, w->number);
@@ -351,7 +378,8 @@ int tw_block_begin(trace_writer *w, uint64_t number)
     return 0;
 }
 
-static int flush_tx(trace_writer *w)
+static int
+flush_tx(trace_writer *w)
 {
     if (!w->in_tx)
         return 0;
@@ -361,7 +389,8 @@ static int flush_tx(trace_writer *w)
     return 0;
 }
 
-int tw_tx(trace_writer *w)
+int
+tw_tx(trace_writer *w)
 {
     if (!w->in_block)
         return tw_fail(w, "transaction outside a block");
@@ -374,7 +403,8 @@ int tw_tx(trace_writer *w)
     return 0;
 }
 
-static uint32_t addr_hash(const uint8_t *a)
+static uint32_t
+addr_hash(const uint8_t *a)
 {
     uint64_t h = get64(a) ^ (get64(a + 8) * 0x9E3779B97F4A7C15ull) ^ get32(a + 16);
     h ^= h >> 29;
@@ -383,7 +413,8 @@ static uint32_t addr_hash(const uint8_t *a)
 }
 
 /* Index of addr in this block's table; -1 (and added) if new. -2 on OOM. */
-static long addr_lookup(trace_writer *w, const uint8_t *a)
+static long
+addr_lookup(trace_writer *w, const uint8_t *a)
 {
     if ((w->n_addrs + 1) * 2 > w->ht_cap) {
         size_t nc = w->ht_cap ? w->ht_cap * 2 : 1024;
@@ -421,13 +452,22 @@ static long addr_lookup(trace_writer *w, const uint8_t *a)
 }
 
 /* Counts one op into s. */
-static void count_op(trace_stats *s, int type, size_t klen, size_t vlen)
+static void
+count_op(trace_stats *s, int type, size_t klen, size_t vlen)
 {
     switch (type) {
-    case TOP_READ: s->reads++; break;
-    case TOP_WRITE: s->writes++; break;
-    case TOP_CREATE: s->creates++; break;
-    default: s->deletes++; break;
+    case TOP_READ:
+        s->reads++;
+        break;
+    case TOP_WRITE:
+        s->writes++;
+        break;
+    case TOP_CREATE:
+        s->creates++;
+        break;
+    default:
+        s->deletes++;
+        break;
     }
     if (klen == TRACE_ADDR_LEN)
         s->account_ops++;
@@ -440,8 +480,8 @@ static void count_op(trace_stats *s, int type, size_t klen, size_t vlen)
     }
 }
 
-int tw_op(trace_writer *w, int type, const uint8_t *key, size_t klen, const uint8_t *val,
-          size_t vlen)
+int
+tw_op(trace_writer *w, int type, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen)
 {
     if (!w->in_block)
         return tw_fail(w, "operation outside a block");
@@ -490,7 +530,8 @@ int tw_op(trace_writer *w, int type, const uint8_t *key, size_t klen, const uint
     return 0;
 }
 
-static void count_block(trace_stats *s, uint64_t number, uint32_t n_tx, uint32_t n_ops)
+static void
+count_block(trace_stats *s, uint64_t number, uint32_t n_tx, uint32_t n_ops)
 {
     if (!s->blocks)
         s->first_block = number;
@@ -500,7 +541,8 @@ static void count_block(trace_stats *s, uint64_t number, uint32_t n_tx, uint32_t
     s->ops += n_ops;
 }
 
-int tw_block_end(trace_writer *w)
+int
+tw_block_end(trace_writer *w)
 {
     if (!w->in_block)
         return tw_fail(w, "block end outside a block");
@@ -519,7 +561,8 @@ int tw_block_end(trace_writer *w)
     return 0;
 }
 
-int tw_close(trace_writer *w)
+int
+tw_close(trace_writer *w)
 {
     int rc = 0;
     if (w->in_block)
@@ -539,8 +582,7 @@ int tw_close(trace_writer *w)
                 if (write_header(f, t, get32(h + 12)) != 0)
                     rc = tw_fail(w, "rewriting header of %s failed", w->first_path);
             } else if (f) {
-                fprintf(stderr, "trace: header of %s has no room for statistics\n",
-                        w->first_path);
+                fprintf(stderr, "trace: header of %s has no room for statistics\n", w->first_path);
             }
             if (f && fclose(f) != 0 && !rc)
                 rc = tw_fail(w, "close %s: %s", w->first_path, strerror(errno));
@@ -557,4 +599,3 @@ int tw_close(trace_writer *w)
     free(w);
     return rc;
 }
-

@@ -21,7 +21,7 @@
 #define TRACE_ADDR_LEN 20
 #define TRACE_SLOT_LEN 32
 #define TRACE_KEY_MAX (TRACE_ADDR_LEN + TRACE_SLOT_LEN)
-#define TRACE_HDR_RESERVE 4096u      /* header text bytes reserved so it can be patched */
+#define TRACE_HDR_RESERVE 4096u /* header text bytes reserved so it can be patched */
 #define TRACE_MAX_VALUE ((1u << 24) - 1)
 #define TRACE_MAX_PAYLOAD (1u << 30) /* one block record */
 
@@ -32,17 +32,17 @@ typedef struct trace_stats {
     uint64_t blocks, txs, ops;
     uint64_t reads, writes, creates, deletes;
     uint64_t account_ops, storage_ops;
-    uint64_t empty_writes;  /* write/create with an empty value (replayed as delete) */
+    uint64_t empty_writes; /* write/create with an empty value (replayed as delete) */
     uint64_t value_bytes;
     uint64_t first_block, last_block;
 } trace_stats;
 
 typedef struct trace_op {
-    uint8_t type;           /* TOP_* */
-    uint8_t klen;           /* 20 (account) or 52 (storage: address + slot) */
+    uint8_t type; /* TOP_* */
+    uint8_t klen; /* 20 (account) or 52 (storage: address + slot) */
     uint32_t vlen;
-    const uint8_t *key;     /* into the block's key arena */
-    const uint8_t *val;     /* into the block's raw payload; NULL for read/delete */
+    const uint8_t *key; /* into the block's key arena */
+    const uint8_t *val; /* into the block's raw payload; NULL for read/delete */
 } trace_op;
 
 /* One decoded block. Ops of transaction i are ops[tx_start[i] .. tx_start[i+1]). */
@@ -55,9 +55,9 @@ typedef struct trace_block {
     size_t tx_cap;
     uint8_t *keys;
     size_t keys_cap;
-    uint8_t *raw;           /* encoded payload */
+    uint8_t *raw; /* encoded payload */
     size_t raw_len, raw_cap;
-    size_t rec_bytes;       /* record size on disk (header + payload) */
+    size_t rec_bytes; /* record size on disk (header + payload) */
 } trace_block;
 
 void trace_block_free(trace_block *b);

@@ -28,24 +28,24 @@ struct trace_reader {
     char **files;
     size_t n_files, cur;
     FILE *f;
-    char *hdr;                 /* header text of the first file */
-    int at_end;                /* all files done */
+    char *hdr;  /* header text of the first file */
+    int at_end; /* all files done */
     int any_block;
     uint64_t last_number;
-    trace_stats end;           /* summed end records */
+    trace_stats end; /* summed end records */
     uint64_t bytes_read, total_bytes;
-    const uint8_t **atab;      /* per-block address table (pointers into raw) */
+    const uint8_t **atab; /* per-block address table (pointers into raw) */
     size_t atab_cap;
     char err[600];
 };
 
-__attribute__((format(printf, 2, 3)))
-static int tr_fail(trace_reader *r, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int
+tr_fail(trace_reader *r, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = snprintf(r->err, sizeof(r->err), "%s: ",
-                     r->cur < r->n_files ? r->files[r->cur] : "trace");
+    int n =
+        snprintf(r->err, sizeof(r->err), "%s: ", r->cur < r->n_files ? r->files[r->cur] : "trace");
     if (n < 0 || (size_t)n >= sizeof(r->err))
         n = 0;
     vsnprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, ap);
@@ -53,13 +53,15 @@ static int tr_fail(trace_reader *r, const char *fmt, ...)
     return -1;
 }
 
-static int name_cmp(const void *a, const void *b)
+static int
+name_cmp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Opens files[cur] and reads its header. */
-static int tr_open_file(trace_reader *r)
+static int
+tr_open_file(trace_reader *r)
 {
     const char *p = r->files[r->cur];
     r->f = fopen(p, "rb");
@@ -99,7 +101,8 @@ static int tr_open_file(trace_reader *r)
     return 0;
 }
 
-int tr_open(trace_reader **out, const char *path, char *err, size_t errn)
+int
+tr_open(trace_reader **out, const char *path, char *err, size_t errn)
 {
     *out = NULL;
     trace_reader *r = calloc(1, sizeof(*r));
@@ -165,13 +168,34 @@ int tr_open(trace_reader **out, const char *path, char *err, size_t errn)
     return 0;
 }
 
-const char *tr_header(const trace_reader *r) { return r->hdr; }
-const char *tr_error(const trace_reader *r) { return r->err; }
-const trace_stats *tr_end_stats(const trace_reader *r) { return &r->end; }
-uint64_t tr_bytes_read(const trace_reader *r) { return r->bytes_read; }
-uint64_t tr_total_bytes(const trace_reader *r) { return r->total_bytes; }
+const char *
+tr_header(const trace_reader *r)
+{
+    return r->hdr;
+}
+const char *
+tr_error(const trace_reader *r)
+{
+    return r->err;
+}
+const trace_stats *
+tr_end_stats(const trace_reader *r)
+{
+    return &r->end;
+}
+uint64_t
+tr_bytes_read(const trace_reader *r)
+{
+    return r->bytes_read;
+}
+uint64_t
+tr_total_bytes(const trace_reader *r)
+{
+    return r->total_bytes;
+}
 
-void tr_close(trace_reader *r)
+void
+tr_close(trace_reader *r)
 {
     if (!r)
         return;
@@ -185,7 +209,8 @@ void tr_close(trace_reader *r)
     free(r);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+static int
+grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
@@ -201,7 +226,8 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 }
 
 /* Decodes b->raw into ops, tx_start and keys. */
-static int decode(trace_reader *r, trace_block *b)
+static int
+decode(trace_reader *r, trace_block *b)
 {
     const uint8_t *p = b->raw, *end = b->raw + b->raw_len;
     if (grow((void **)&b->ops, &b->ops_cap, b->n_ops ? b->n_ops : 1, sizeof(*b->ops)) ||
@@ -276,7 +302,8 @@ static int decode(trace_reader *r, trace_block *b)
     return 0;
 }
 
-int tr_next(trace_reader *r, trace_block *b)
+int
+tr_next(trace_reader *r, trace_block *b)
 {
     for (;;) {
         if (r->at_end)
@@ -351,14 +378,16 @@ struct trace_pipe {
     char err[600];
 };
 
-static uint64_t mono_ns(void)
+static uint64_t
+mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void *pipe_main(void *arg)
+static void *
+pipe_main(void *arg)
 {
     trace_pipe *p = arg;
     for (;;) {
@@ -388,7 +417,8 @@ static void *pipe_main(void *arg)
     return NULL;
 }
 
-int tp_start(trace_pipe **out, const char *path, int depth, char *err, size_t errn)
+int
+tp_start(trace_pipe **out, const char *path, int depth, char *err, size_t errn)
 {
     *out = NULL;
     trace_pipe *p = calloc(1, sizeof(*p));
@@ -419,12 +449,29 @@ int tp_start(trace_pipe **out, const char *path, int depth, char *err, size_t er
     return 0;
 }
 
-const char *tp_header(const trace_pipe *p) { return tr_header(p->r); }
-const char *tp_error(const trace_pipe *p) { return p->err; }
-uint64_t tp_total_bytes(const trace_pipe *p) { return tr_total_bytes(p->r); }
-uint64_t tp_wait_ns(const trace_pipe *p) { return p->wait_ns; }
+const char *
+tp_header(const trace_pipe *p)
+{
+    return tr_header(p->r);
+}
+const char *
+tp_error(const trace_pipe *p)
+{
+    return p->err;
+}
+uint64_t
+tp_total_bytes(const trace_pipe *p)
+{
+    return tr_total_bytes(p->r);
+}
+uint64_t
+tp_wait_ns(const trace_pipe *p)
+{
+    return p->wait_ns;
+}
 
-uint64_t tp_bytes_read(const trace_pipe *p)
+uint64_t
+tp_bytes_read(const trace_pipe *p)
 {
     pthread_mutex_lock((pthread_mutex_t *)&p->mu);
     uint64_t v = p->bytes_read;
@@ -432,7 +479,8 @@ uint64_t tp_bytes_read(const trace_pipe *p)
     return v;
 }
 
-trace_block *tp_next(trace_pipe *p, int *rc)
+trace_block *
+tp_next(trace_pipe *p, int *rc)
 {
     pthread_mutex_lock(&p->mu);
     if (p->count == 0 && !p->done) {
@@ -452,7 +500,8 @@ trace_block *tp_next(trace_pipe *p, int *rc)
     return b;
 }
 
-void tp_release(trace_pipe *p, trace_block *b)
+void
+tp_release(trace_pipe *p, trace_block *b)
 {
     (void)b;
     pthread_mutex_lock(&p->mu);
@@ -462,7 +511,8 @@ void tp_release(trace_pipe *p, trace_block *b)
     pthread_mutex_unlock(&p->mu);
 }
 
-void tp_stop(trace_pipe *p)
+void
+tp_stop(trace_pipe *p)
 {
     if (!p)
         return;

@@ -17,7 +17,8 @@
 
 static const char HEX[] = "0123456789abcdef";
 
-static void put_hex(FILE *f, const uint8_t *p, size_t n)
+static void
+put_hex(FILE *f, const uint8_t *p, size_t n)
 {
     char b[512];
     while (n) {
@@ -32,9 +33,10 @@ static void put_hex(FILE *f, const uint8_t *p, size_t n)
     }
 }
 
-static int hexv(int c)
+static int
+hexv(int c)
 {
-    return c >= '0' && c <= '9' ? c - '0'
+    return c >= '0' && c <= '9'   ? c - '0'
            : c >= 'a' && c <= 'f' ? c - 'a' + 10
            : c >= 'A' && c <= 'F' ? c - 'A' + 10
                                   : -1;
@@ -42,7 +44,8 @@ static int hexv(int c)
 
 /* Parses hex (optional 0x; odd length is left-padded with a zero nibble) into out (cap).
  * Returns the byte count, or -1. */
-static long parse_hex(const char *s, size_t n, uint8_t *out, size_t cap)
+static long
+parse_hex(const char *s, size_t n, uint8_t *out, size_t cap)
 {
     if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
         s += 2, n -= 2;
@@ -70,7 +73,8 @@ static const char *const OPNAME[] = {"r", "w", "c", "d"};
 
 /* ---- info ------------------------------------------------------------------------------- */
 
-static int cmd_info(int argc, char **argv)
+static int
+cmd_info(int argc, char **argv)
 {
     if (argc != 2) {
         fprintf(stderr, "usage: qmdb-trace info TRACE\n");
@@ -118,10 +122,18 @@ static int cmd_info(int argc, char **argv)
                 if (op->vlen)
                     EVP_DigestUpdate(md, op->val, op->vlen);
                 switch (op->type) {
-                case TOP_READ: s.reads++; break;
-                case TOP_WRITE: s.writes++; break;
-                case TOP_CREATE: s.creates++; break;
-                default: s.deletes++; break;
+                case TOP_READ:
+                    s.reads++;
+                    break;
+                case TOP_WRITE:
+                    s.writes++;
+                    break;
+                case TOP_CREATE:
+                    s.creates++;
+                    break;
+                default:
+                    s.deletes++;
+                    break;
                 }
                 if (op->klen == TRACE_ADDR_LEN)
                     s.account_ops++;
@@ -164,7 +176,8 @@ static int cmd_info(int argc, char **argv)
 
 /* ---- export-text ------------------------------------------------------------------------ */
 
-static int cmd_export_text(int argc, char **argv)
+static int
+cmd_export_text(int argc, char **argv)
 {
     if (argc != 3) {
         fprintf(stderr, "usage: qmdb-trace export-text TRACE OUT|-\n");
@@ -225,7 +238,8 @@ static int cmd_export_text(int argc, char **argv)
 /* ---- export-ops ------------------------------------------------------------------------- */
 
 /* Appends the op script of one trace (FORMAT.md §8) starting at *height + 1. */
-static int export_ops_one(const char *path, FILE *f, uint64_t *height)
+static int
+export_ops_one(const char *path, FILE *f, uint64_t *height)
 {
     char err[600];
     trace_reader *r;
@@ -263,7 +277,8 @@ static int export_ops_one(const char *path, FILE *f, uint64_t *height)
     return rc < 0 ? -1 : 0;
 }
 
-static int cmd_export_ops(int argc, char **argv)
+static int
+cmd_export_ops(int argc, char **argv)
 {
     const char *init = NULL, *trace = NULL, *out = "-";
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -303,19 +318,21 @@ typedef struct imp {
     trace_writer *w;
     int in_block;
     uint64_t block;
-    long long tx;       /* JSON: current tx index in the block, -1 none */
+    long long tx; /* JSON: current tx index in the block, -1 none */
     unsigned long line;
     uint8_t key[TRACE_KEY_MAX];
     uint8_t *val;
 } imp;
 
-static int imp_fail(imp *m, const char *msg)
+static int
+imp_fail(imp *m, const char *msg)
 {
     fprintf(stderr, "qmdb-trace import: line %lu: %s\n", m->line, msg);
     return -1;
 }
 
-static int imp_block(imp *m, uint64_t number)
+static int
+imp_block(imp *m, uint64_t number)
 {
     if (m->in_block && tw_block_end(m->w))
         return imp_fail(m, tw_error(m->w));
@@ -328,7 +345,8 @@ static int imp_block(imp *m, uint64_t number)
     return 0;
 }
 
-static int op_type(const char *s, size_t n)
+static int
+op_type(const char *s, size_t n)
 {
     static const char *const names[4][3] = {{"r", "read", "get"},
                                             {"w", "write", "update"},
@@ -342,8 +360,9 @@ static int op_type(const char *s, size_t n)
 }
 
 /* Adds one op given its fields as (pointer, length) strings; slot/val may be NULL. */
-static int imp_op(imp *m, int type, const char *a, size_t an, const char *s, size_t sn,
-                  const char *v, size_t vn)
+static int
+imp_op(imp *m, int type, const char *a, size_t an, const char *s, size_t sn, const char *v,
+       size_t vn)
 {
     if (!m->in_block)
         return imp_fail(m, "operation before the first block");
@@ -376,7 +395,8 @@ static int imp_op(imp *m, int type, const char *a, size_t an, const char *s, siz
     return 0;
 }
 
-static int text_line(imp *m, char *line)
+static int
+text_line(imp *m, char *line)
 {
     char *hash = strchr(line, '#');
     if (hash)
@@ -423,7 +443,8 @@ typedef struct jfield {
     int is_str;
 } jfield;
 
-static int json_flat(const char *p, jfield *f, int max)
+static int
+json_flat(const char *p, jfield *f, int max)
 {
     int n = 0;
     while (*p == ' ' || *p == '\t')
@@ -472,7 +493,8 @@ static int json_flat(const char *p, jfield *f, int max)
     }
 }
 
-static const jfield *jget(const jfield *f, int n, const char *k1, const char *k2)
+static const jfield *
+jget(const jfield *f, int n, const char *k1, const char *k2)
 {
     for (int i = 0; i < n; i++)
         if ((strlen(k1) == f[i].kn && strncmp(f[i].k, k1, f[i].kn) == 0) ||
@@ -481,7 +503,8 @@ static const jfield *jget(const jfield *f, int n, const char *k1, const char *k2
     return NULL;
 }
 
-static int jnum(const jfield *f, uint64_t *out)
+static int
+jnum(const jfield *f, uint64_t *out)
 {
     char b[32];
     if (!f || f->vn == 0 || f->vn >= sizeof(b))
@@ -494,7 +517,8 @@ static int jnum(const jfield *f, uint64_t *out)
     return errno || *end || b[0] == '-' ? -1 : 0;
 }
 
-static int json_line(imp *m, const char *line)
+static int
+json_line(imp *m, const char *line)
 {
     jfield f[8];
     int n = json_flat(line, f, 8);
@@ -536,7 +560,8 @@ static int json_line(imp *m, const char *line)
                   jv ? jv->vn : 0);
 }
 
-static int cmd_import(int argc, char **argv)
+static int
+cmd_import(int argc, char **argv)
 {
     const char *kind = "trace", *in = NULL, *out = NULL;
     uint64_t per_file = 0;
@@ -601,9 +626,11 @@ static int cmd_import(int argc, char **argv)
     return rc ? 1 : 0;
 }
 
-static void usage(FILE *f)
+static void
+usage(FILE *f)
 {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: qmdb-trace COMMAND ...   (docs/TRACE.md)\n"
         "  gen --init-out PATH --trace-out PATH [--init-entries N] [--ops N | --blocks N] ...\n"
         "  info TRACE                       header, decoded statistics, checksums, content hash\n"
@@ -613,7 +640,8 @@ static void usage(FILE *f)
         "TRACE may be one .qtr file or a directory of *.qtr segment files.\n");
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);

@@ -23,27 +23,46 @@ typedef struct rng {
     uint64_t s[4];
 } rng;
 
-static uint64_t mix64(uint64_t x) { return rng_splitmix64(x); }
-static uint64_t rnext(rng *g) { return rng_next(g->s); }
-static double runit(rng *g) { return rng_unit(g->s); }
+static uint64_t
+mix64(uint64_t x)
+{
+    return rng_splitmix64(x);
+}
+static uint64_t
+rnext(rng *g)
+{
+    return rng_next(g->s);
+}
+static double
+runit(rng *g)
+{
+    return rng_unit(g->s);
+}
 /* Modulo reduction (not workload.c's multiply-shift): it fixes the bytes of every trace. */
-static uint64_t rbelow(rng *g, uint64_t n) { return n ? rnext(g) % n : 0; }
+static uint64_t
+rbelow(rng *g, uint64_t n)
+{
+    return n ? rnext(g) % n : 0;
+}
 
-static double rnorm(rng *g)
+static double
+rnorm(rng *g)
 {
     double u = runit(g), v = runit(g);
     return sqrt(-2.0 * log(u > 0 ? u : 1e-300)) * cos(6.283185307179586 * v);
 }
 
 /* Lognormal with the given mean and log-sigma. */
-static double rlognorm(rng *g, double mean, double sigma)
+static double
+rlognorm(rng *g, double mean, double sigma)
 {
     return exp(log(mean) - 0.5 * sigma * sigma + sigma * rnorm(g));
 }
 
 /* Power-law rank in [0, n): continuous density proportional to x^-theta on [1, n+1]
  * (a Zipf(theta) approximation that works for any n and theta in O(1)). Rank 0 is hottest. */
-static uint64_t rpow(rng *g, uint64_t n, double theta)
+static uint64_t
+rpow(rng *g, uint64_t n, double theta)
 {
     if (n <= 1)
         return 0;
@@ -73,8 +92,8 @@ typedef struct gen_cfg {
 #define SMALL_SLOTS 16
 
 typedef struct contract {
-    uint64_t hi;     /* slots [0, hi) were created at some point */
-    uint64_t *dead;  /* bitmap: slot k deleted */
+    uint64_t hi;    /* slots [0, hi) were created at some point */
+    uint64_t *dead; /* bitmap: slot k deleted */
     uint64_t words;
 } contract;
 
@@ -92,7 +111,8 @@ typedef struct gen {
     int n_recent;
 } gen;
 
-static void expand(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b, uint8_t *out, size_t n)
+static void
+expand(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b, uint8_t *out, size_t n)
 {
     uint64_t x = mix64(seed ^ mix64(tag * 0x100000001B3ull ^ mix64(a ^ mix64(b + 7))));
     for (size_t i = 0; i < n; i += 8) {
@@ -102,10 +122,19 @@ static void expand(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b, uint8_t 
     }
 }
 
-static void eoa_key(gen *G, uint64_t e) { expand(G->c->seed, 1, e, 0, G->key, TRACE_ADDR_LEN); }
-static void ct_key(gen *G, uint64_t j) { expand(G->c->seed, 2, j, 0, G->key, TRACE_ADDR_LEN); }
+static void
+eoa_key(gen *G, uint64_t e)
+{
+    expand(G->c->seed, 1, e, 0, G->key, TRACE_ADDR_LEN);
+}
+static void
+ct_key(gen *G, uint64_t j)
+{
+    expand(G->c->seed, 2, j, 0, G->key, TRACE_ADDR_LEN);
+}
 
-static void slot_key(gen *G, uint64_t j, uint64_t k)
+static void
+slot_key(gen *G, uint64_t j, uint64_t k)
 {
     ct_key(G, j);
     uint8_t *s = G->key + TRACE_ADDR_LEN;
@@ -117,13 +146,14 @@ static void slot_key(gen *G, uint64_t j, uint64_t k)
     }
 }
 
-static size_t fill_value(gen *G, int account)
+static size_t
+fill_value(gen *G, int account)
 {
     size_t n;
     if (account)
         n = 70 + rbelow(&G->g, 11); /* RLP [nonce, balance, storageRoot, codeHash] */
     else if (runit(&G->g) < 0.5)
-        n = 1 + rbelow(&G->g, 8);   /* small integers: counters, flags, small balances */
+        n = 1 + rbelow(&G->g, 8); /* small integers: counters, flags, small balances */
     else
         n = 20 + rbelow(&G->g, 13); /* addresses, hashes, large balances */
     for (size_t i = 0; i < n; i += 8) {
@@ -136,12 +166,14 @@ static size_t fill_value(gen *G, int account)
     return n;
 }
 
-static int is_dead(const contract *c, uint64_t k)
+static int
+is_dead(const contract *c, uint64_t k)
 {
     return k / 64 < c->words && (c->dead[k / 64] >> (k % 64) & 1);
 }
 
-static int set_dead(contract *c, uint64_t k, int dead)
+static int
+set_dead(contract *c, uint64_t k, int dead)
 {
     if (k / 64 >= c->words) {
         if (!dead)
@@ -163,7 +195,8 @@ static int set_dead(contract *c, uint64_t k, int dead)
     return 0;
 }
 
-static int emit(gen *G, int type, int storage)
+static int
+emit(gen *G, int type, int storage)
 {
     size_t vl = 0;
     if (type == TOP_WRITE || type == TOP_CREATE)
@@ -175,7 +208,8 @@ static int emit(gen *G, int type, int storage)
     return 0;
 }
 
-static int add_contract(gen *G)
+static int
+add_contract(gen *G)
 {
     if (G->n_ct == G->ct_cap) {
         uint64_t nc = G->ct_cap ? G->ct_cap * 2 : 1024;
@@ -191,13 +225,15 @@ static int add_contract(gen *G)
 
 /* ---- transactions --------------------------------------------------------------------- */
 
-static int acct_rw(gen *G, uint64_t e) /* read then update an existing EOA */
+static int
+acct_rw(gen *G, uint64_t e) /* read then update an existing EOA */
 {
     eoa_key(G, e);
     return emit(G, TOP_READ, 0) || emit(G, TOP_WRITE, 0);
 }
 
-static int storage_op(gen *G, uint64_t j)
+static int
+storage_op(gen *G, uint64_t j)
 {
     const gen_cfg *c = G->c;
     contract *ct = &G->ct[j];
@@ -244,7 +280,8 @@ static int storage_op(gen *G, uint64_t j)
     return emit(G, revive ? TOP_CREATE : TOP_WRITE, 1);
 }
 
-static int call_tx(gen *G, uint64_t sender, uint64_t builder)
+static int
+call_tx(gen *G, uint64_t sender, uint64_t builder)
 {
     const gen_cfg *c = G->c;
     G->n_recent = 0;
@@ -290,7 +327,8 @@ static int call_tx(gen *G, uint64_t sender, uint64_t builder)
     return acct_rw(G, builder);
 }
 
-static int transfer_tx(gen *G, uint64_t sender, uint64_t builder)
+static int
+transfer_tx(gen *G, uint64_t sender, uint64_t builder)
 {
     const gen_cfg *c = G->c;
     int fresh = runit(&G->g) < c->new_recipient;
@@ -312,7 +350,8 @@ static int transfer_tx(gen *G, uint64_t sender, uint64_t builder)
 
 /* ---- initial state ---------------------------------------------------------------------- */
 
-static int gen_init(gen *G)
+static int
+gen_init(gen *G)
 {
     const gen_cfg *c = G->c;
     uint64_t accounts = (uint64_t)((double)c->init_entries * c->account_share + 0.5);
@@ -375,8 +414,9 @@ static int gen_init(gen *G)
         rc = tw_block_end(G->w);
     if (rc)
         fprintf(stderr, "qmdb-trace gen: %s\n", tw_error(G->w));
-    fprintf(stderr, "init: %" PRIu64 " entries (%" PRIu64 " EOAs, %" PRIu64
-            " contracts, %" PRIu64 " slots) in %" PRIu64 " blocks -> %s\n",
+    fprintf(stderr,
+            "init: %" PRIu64 " entries (%" PRIu64 " EOAs, %" PRIu64 " contracts, %" PRIu64
+            " slots) in %" PRIu64 " blocks -> %s\n",
             n, G->n_eoa, contracts, slots, number, c->init_out);
     int crc = tw_close(G->w);
     G->w = NULL;
@@ -385,7 +425,8 @@ static int gen_init(gen *G)
 
 /* ---- the trace ------------------------------------------------------------------------- */
 
-static int gen_trace(gen *G)
+static int
+gen_trace(gen *G)
 {
     const gen_cfg *c = G->c;
     double pt = c->transfer_share, T = c->ops_per_tx, R = c->read_fraction;
@@ -393,8 +434,9 @@ static int gen_trace(gen *G)
     G->body_mean = (T - 6.0 * pt) / (1.0 - pt) - 5.0;
     G->body_read = (R * T - 3.0) / ((1.0 - pt) * G->body_mean);
     if (G->body_mean < 1 || G->body_read <= 0 || G->body_read >= 1) {
-        fprintf(stderr, "qmdb-trace gen: --ops-per-tx/--read-fraction/--transfer-share are "
-                        "inconsistent (body mean %.2f, body read share %.3f)\n",
+        fprintf(stderr,
+                "qmdb-trace gen: --ops-per-tx/--read-fraction/--transfer-share are "
+                "inconsistent (body mean %.2f, body read share %.3f)\n",
                 G->body_mean, G->body_read);
         return -1;
     }
@@ -409,11 +451,10 @@ static int gen_trace(gen *G)
              "body_account_share=%.3f\nbody_other_contract_share=%.3f\nrmw_share=%.2f\n"
              "body_ops_mean=%.3f\nbody_ops_log_sigma=%.2f\nbody_read_share=%.4f\n"
              "account_share_init=%.3f\ncontract_share_init=%.3f\n",
-             c->seed, c->init_entries, R, T, c->txs_mean, c->txs_sigma, c->empty_block, MAX_TXS,
-             pt, c->new_recipient, c->theta_contract, c->theta_slot, c->theta_eoa,
-             c->create_share, c->delete_share, c->deploy_prob, c->body_account,
-             c->other_contract, c->rmw_share, G->body_mean, c->body_sigma, G->body_read,
-             c->account_share, c->contract_share);
+             c->seed, c->init_entries, R, T, c->txs_mean, c->txs_sigma, c->empty_block, MAX_TXS, pt,
+             c->new_recipient, c->theta_contract, c->theta_slot, c->theta_eoa, c->create_share,
+             c->delete_share, c->deploy_prob, c->body_account, c->other_contract, c->rmw_share,
+             G->body_mean, c->body_sigma, G->body_read, c->account_share, c->contract_share);
     char err[600];
     if (tw_open(&G->w, c->trace_out, c->blocks_per_file, hdr, err, sizeof(err))) {
         fprintf(stderr, "qmdb-trace gen: %s\n", err);
@@ -461,9 +502,11 @@ static int gen_trace(gen *G)
 
 /* ---- command line ----------------------------------------------------------------------- */
 
-static void gen_usage(FILE *f)
+static void
+gen_usage(FILE *f)
 {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: qmdb-trace gen --init-out PATH --trace-out PATH [options]\n"
         "  --init-entries N      initial state entries (default 1000000)\n"
         "  --init-block-ops N    creates per init block (default 100000)\n"
@@ -479,15 +522,32 @@ static void gen_usage(FILE *f)
         "  --delete-share F      share of storage writes that clear a slot (default 0.06)\n");
 }
 
-int tracegen_cmd(int argc, char **argv)
+int
+tracegen_cmd(int argc, char **argv)
 {
-    gen_cfg c = {.seed = 1, .init_entries = 1000000, .init_block_ops = 100000, .ops = 1000000,
-                 .first_block = 15012300, .account_share = 0.30, .contract_share = 0.05,
-                 .txs_mean = 186.6, .txs_sigma = 0.5, .empty_block = 0.01, .ops_per_tx = 17.91,
-                 .read_fraction = 0.602, .transfer_share = 0.35, .new_recipient = 0.10,
-                 .theta_contract = 1.1, .theta_slot = 1.0, .theta_eoa = 0.9,
-                 .create_share = 0.12, .delete_share = 0.06, .deploy_prob = 0.003,
-                 .body_account = 0.15, .other_contract = 0.30, .rmw_share = 0.6,
+    gen_cfg c = {.seed = 1,
+                 .init_entries = 1000000,
+                 .init_block_ops = 100000,
+                 .ops = 1000000,
+                 .first_block = 15012300,
+                 .account_share = 0.30,
+                 .contract_share = 0.05,
+                 .txs_mean = 186.6,
+                 .txs_sigma = 0.5,
+                 .empty_block = 0.01,
+                 .ops_per_tx = 17.91,
+                 .read_fraction = 0.602,
+                 .transfer_share = 0.35,
+                 .new_recipient = 0.10,
+                 .theta_contract = 1.1,
+                 .theta_slot = 1.0,
+                 .theta_eoa = 0.9,
+                 .create_share = 0.12,
+                 .delete_share = 0.06,
+                 .deploy_prob = 0.003,
+                 .body_account = 0.15,
+                 .other_contract = 0.30,
+                 .rmw_share = 0.6,
                  .body_sigma = 1.0};
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -501,16 +561,25 @@ int tracegen_cmd(int argc, char **argv)
         }
         char *end = NULL;
         errno = 0;
-        struct { const char *n; uint64_t *u; double *d; } opts[] = {
-            {"--init-entries", &c.init_entries, NULL},
-            {"--init-block-ops", &c.init_block_ops, NULL},
-            {"--ops", &c.ops, NULL}, {"--blocks", &c.blocks, NULL}, {"--seed", &c.seed, NULL},
-            {"--first-block", &c.first_block, NULL},
-            {"--blocks-per-file", &c.blocks_per_file, NULL},
-            {"--read-fraction", NULL, &c.read_fraction}, {"--ops-per-tx", NULL, &c.ops_per_tx},
-            {"--txs-per-block", NULL, &c.txs_mean}, {"--theta-contract", NULL, &c.theta_contract},
-            {"--theta-slot", NULL, &c.theta_slot}, {"--theta-eoa", NULL, &c.theta_eoa},
-            {"--create-share", NULL, &c.create_share}, {"--delete-share", NULL, &c.delete_share}};
+        struct {
+            const char *n;
+            uint64_t *u;
+            double *d;
+        } opts[] = {{"--init-entries", &c.init_entries, NULL},
+                    {"--init-block-ops", &c.init_block_ops, NULL},
+                    {"--ops", &c.ops, NULL},
+                    {"--blocks", &c.blocks, NULL},
+                    {"--seed", &c.seed, NULL},
+                    {"--first-block", &c.first_block, NULL},
+                    {"--blocks-per-file", &c.blocks_per_file, NULL},
+                    {"--read-fraction", NULL, &c.read_fraction},
+                    {"--ops-per-tx", NULL, &c.ops_per_tx},
+                    {"--txs-per-block", NULL, &c.txs_mean},
+                    {"--theta-contract", NULL, &c.theta_contract},
+                    {"--theta-slot", NULL, &c.theta_slot},
+                    {"--theta-eoa", NULL, &c.theta_eoa},
+                    {"--create-share", NULL, &c.create_share},
+                    {"--delete-share", NULL, &c.delete_share}};
         int found = 0, bad = 0;
         if (strcmp(a, "--init-out") == 0) {
             c.init_out = v, found = 1;
@@ -531,8 +600,8 @@ int tracegen_cmd(int argc, char **argv)
             bad = bad || errno || end == v || *end;
         }
         if (!found || bad) {
-            fprintf(stderr, "qmdb-trace gen: %s '%s'\n",
-                    found ? "bad value for" : "unknown option", a);
+            fprintf(stderr, "qmdb-trace gen: %s '%s'\n", found ? "bad value for" : "unknown option",
+                    a);
             gen_usage(stderr);
             return 2;
         }

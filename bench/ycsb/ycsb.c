@@ -95,17 +95,21 @@ typedef struct yrun {
     uint64_t height, version;
 } yrun;
 
-static void on_sig(int s)
+static void
+on_sig(int s)
 {
     (void)s;
     bench_stop = 1;
 }
 
-static void usage(FILE *f)
+static void
+usage(FILE *f)
 {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: qmdb-bench ycsb -P FILE [-p key=value ...] [options]\n"
-        "  -P FILE                  YCSB workload property file (e.g. bench/ycsb/workloads/workloada)\n"
+        "  -P FILE                  YCSB workload property file (e.g. "
+        "bench/ycsb/workloads/workloada)\n"
         "  -p key=value             override a property (recordcount, operationcount, ...)\n"
         "  --engine LIST            engines, comma-separated (default qmdb,rocksdb,lmdb)\n"
         "  --db-dir DIR             parent of DIR/<engine>.load and .run (default "
@@ -124,9 +128,14 @@ static void usage(FILE *f)
 }
 
 /* ycsb's numbers take K, M and G suffixes (no T). */
-static int parse_num(const char *s, uint64_t *out) { return bench_parse_u64(s, out, 0); }
+static int
+parse_num(const char *s, uint64_t *out)
+{
+    return bench_parse_u64(s, out, 0);
+}
 
-static double median(double *v, int n)
+static double
+median(double *v, int n)
 {
     for (int i = 1; i < n; i++) /* insertion sort: n <= 99 */
         for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
@@ -140,7 +149,8 @@ static double median(double *v, int n)
 }
 
 /* cp -a --reflink=auto src dst (dst must not exist). */
-static int copy_dir(const char *src, const char *dst)
+static int
+copy_dir(const char *src, const char *dst)
 {
     pid_t pid = fork();
     if (pid < 0)
@@ -157,11 +167,16 @@ static int copy_dir(const char *src, const char *dst)
 }
 
 /* Root only: 1 = dropped, 0 = not root or the write failed. */
-static int drop_page_cache(void) { return bench_drop_page_cache(1) > 0; }
+static int
+drop_page_cache(void)
+{
+    return bench_drop_page_cache(1) > 0;
+}
 
 /* ---- one engine: load and runs -------------------------------------------------------------- */
 
-static int yopen(yrun *r, const char *name, const char *dir)
+static int
+yopen(yrun *r, const char *name, const char *dir)
 {
     const ycfg *c = r->c;
     if (engine_lookup(name, &r->e) != 0)
@@ -180,7 +195,8 @@ static int yopen(yrun *r, const char *name, const char *dir)
     return 0;
 }
 
-static int write_begin(yrun *r)
+static int
+write_begin(yrun *r)
 {
     if (!r->in_block) {
         if (r->e.begin_block(&r->e, r->height + 1))
@@ -192,7 +208,8 @@ static int write_begin(yrun *r)
 }
 
 /* Commits the open block (if any); each pending write's latency ends here. */
-static int block_end(yrun *r, timeline *tl, run_res *rr)
+static int
+block_end(yrun *r, timeline *tl, run_res *rr)
 {
     if (!r->in_block)
         return 0;
@@ -212,14 +229,16 @@ static int block_end(yrun *r, timeline *tl, run_res *rr)
     return 0;
 }
 
-static int put_item(yrun *r, uint64_t i)
+static int
+put_item(yrun *r, uint64_t i)
 {
     size_t kl = ycsb_key(&r->c->p, i, r->key);
     wl_value(&r->y.g, i, ++r->version, r->val);
     return r->e.put(&r->e, r->key, kl, r->val, r->vsize);
 }
 
-static int load(yrun *r, const char *name, const char *dir, eng_res *er)
+static int
+load(yrun *r, const char *name, const char *dir, eng_res *er)
 {
     const ycfg *c = r->c;
     if (rm_rf(dir) != 0 || mkdir_p(dir) != 0 || yopen(r, name, dir) != 0)
@@ -258,7 +277,8 @@ static int load(yrun *r, const char *name, const char *dir, eng_res *er)
 }
 
 /* Reads item i (must exist); counts a miss or a bad value as an error. */
-static int read_item(yrun *r, uint64_t i, run_res *rr)
+static int
+read_item(yrun *r, uint64_t i, run_res *rr)
 {
     size_t kl = ycsb_key(&r->c->p, i, r->key), vlen = 0;
     int rc = r->e.get(&r->e, r->key, kl, r->rbuf, r->rcap, &vlen);
@@ -269,7 +289,8 @@ static int read_item(yrun *r, uint64_t i, run_res *rr)
     return 0;
 }
 
-static int run_ops(yrun *r, const char *name, int run_no, run_res *rr)
+static int
+run_ops(yrun *r, const char *name, int run_no, run_res *rr)
 {
     const ycfg *c = r->c;
     const ycsb_params *p = &c->p;
@@ -366,7 +387,8 @@ done:
     return ret;
 }
 
-static void print_run(const char *name, int k, int n, const run_res *rr)
+static void
+print_run(const char *name, int k, int n, const run_res *rr)
 {
     printf("%s run %d/%d: %" PRIu64 " ops in %.3fs (%.0f ops/s), %" PRIu64
            " blocks, cache %s, errors %" PRIu64 "\n",
@@ -375,11 +397,12 @@ static void print_run(const char *name, int k, int n, const run_res *rr)
     for (int o = 0; o < YOP_N; o++)
         if (rr->op[o].n)
             printf("  %-17s %9" PRIu64 " ops %10.0f/s  p50 %9.1fus  p99 %9.1fus  max %9.1fus\n",
-                   ycsb_op_names[o], rr->op[o].n, rr->op[o].rate, rr->op[o].p50,
-                   rr->op[o].p99, rr->op[o].max);
+                   ycsb_op_names[o], rr->op[o].n, rr->op[o].rate, rr->op[o].p50, rr->op[o].p99,
+                   rr->op[o].max);
 }
 
-static void engine_medians(eng_res *er)
+static void
+engine_medians(eng_res *er)
 {
     double v[YMAX_RUNS];
     int n = er->n_runs;
@@ -389,11 +412,11 @@ static void engine_medians(eng_res *er)
     for (int o = 0; o < YOP_N; o++) {
         op_res *m = &er->m_op[o];
         m->n = n ? er->runs[0].op[o].n : 0;
-#define MED(field)                                                                             \
-    do {                                                                                       \
-        for (int k = 0; k < n; k++)                                                            \
-            v[k] = er->runs[k].op[o].field;                                                    \
-        m->field = median(v, n);                                                               \
+#define MED(field)                          \
+    do {                                    \
+        for (int k = 0; k < n; k++)         \
+            v[k] = er->runs[k].op[o].field; \
+        m->field = median(v, n);            \
     } while (0)
         MED(rate);
         MED(p50);
@@ -407,8 +430,8 @@ static void engine_medians(eng_res *er)
 /* Run k (from 0) of an engine: restore the load image into run_dir, drop the page cache,
  * open, run the operations, close, measure and delete the copy. Returns -1 on failure
  * (er->error set), 1 if some reads were wrong, else 0. */
-static int one_run(yrun *r, const char *name, int k, const char *load_dir, const char *run_dir,
-                   eng_res *er)
+static int
+one_run(yrun *r, const char *name, int k, const char *load_dir, const char *run_dir, eng_res *er)
 {
     const ycfg *c = r->c;
     run_res *rr = &er->runs[k];
@@ -446,7 +469,8 @@ static int one_run(yrun *r, const char *name, int k, const char *load_dir, const
 }
 
 /* Allocates the run's buffers and per-op-type histograms. 0 or -1 (out of memory). */
-static int yrun_alloc(yrun *r)
+static int
+yrun_alloc(yrun *r)
 {
     const ycfg *c = r->c;
     r->vsize = (size_t)(c->p.fieldcount * c->p.fieldlength);
@@ -465,7 +489,8 @@ static int yrun_alloc(yrun *r)
     return 0;
 }
 
-static void yrun_free(yrun *r)
+static void
+yrun_free(yrun *r)
 {
     for (int o = 0; o < YOP_N; o++)
         free(r->h[o]);
@@ -476,7 +501,8 @@ static void yrun_free(yrun *r)
     free(r);
 }
 
-static int run_engine(const ycfg *c, const char *name, eng_res *er)
+static int
+run_engine(const ycfg *c, const char *name, eng_res *er)
 {
     snprintf(er->name, sizeof(er->name), "%s", name);
     yrun *r = calloc(1, sizeof(*r));
@@ -545,12 +571,14 @@ out:
 
 /* ---- reporting ------------------------------------------------------------------------------ */
 
-static const char *dist_name(ycsb_dist d)
+static const char *
+dist_name(ycsb_dist d)
 {
     return d == YD_ZIPFIAN ? "zipfian" : d == YD_LATEST ? "latest" : "uniform";
 }
 
-static void table(const ycfg *c, const eng_res *er, int n)
+static void
+table(const ycfg *c, const eng_res *er, int n)
 {
     const ycsb_params *p = &c->p;
     int used[YOP_N] = {0};
@@ -572,8 +600,8 @@ static void table(const ycfg *c, const eng_res *er, int n)
         printf(" %9.9s/x", er[base].name);
     for (int o = 0; o < YOP_N; o++)
         if (used[o])
-            printf(" | %-6.6s %9s %9s %9s", o == YOP_RMW ? "rmw" : ycsb_op_names[o], "ops/s",
-                   "p50", "p99");
+            printf(" | %-6.6s %9s %9s %9s", o == YOP_RMW ? "rmw" : ycsb_op_names[o], "ops/s", "p50",
+                   "p99");
     printf("\n");
     for (int i = 0; i < n; i++) {
         const eng_res *e = &er[i];
@@ -597,7 +625,8 @@ static void table(const ycfg *c, const eng_res *er, int n)
     }
 }
 
-static void j_op(jw *w, const char *key, const op_res *o, int full)
+static void
+j_op(jw *w, const char *key, const op_res *o, int full)
 {
     jw_obj(w, key);
     if (full)
@@ -611,7 +640,8 @@ static void j_op(jw *w, const char *key, const op_res *o, int full)
 }
 
 /* "workload": the property file, its properties and the parameters taken from them. */
-static void j_workload(jw *w, const ycfg *c)
+static void
+j_workload(jw *w, const ycfg *c)
 {
     const ycsb_params *p = &c->p;
     jw_obj(w, "workload");
@@ -638,7 +668,8 @@ static void j_workload(jw *w, const ycfg *c)
 }
 
 /* "config": the flags of the run and the method. */
-static void j_config(jw *w, const ycfg *c)
+static void
+j_config(jw *w, const ycfg *c)
 {
     jw_obj(w, "config");
     jw_arr(w, "engines");
@@ -654,16 +685,19 @@ static void j_config(jw *w, const ycfg *c)
     jw_u64(w, "mem_cap", c->mem_cap);
     jw_bool(w, "mem_cap_applied", bench_memcap.active);
     jw_str(w, "db_device", bench_disk);
-    jw_str(w, "method", "load once; before each run restore (cp -a --reflink=auto) the load "
-                         "image, drop the page cache if root, open, drop it again; report the "
-                         "median over runs");
-    jw_str(w, "latency_note", "reads/scans: the engine call; writes: from the operation's "
-                               "start until its block's commit returns");
+    jw_str(w, "method",
+           "load once; before each run restore (cp -a --reflink=auto) the load "
+           "image, drop the page cache if root, open, drop it again; report the "
+           "median over runs");
+    jw_str(w, "latency_note",
+           "reads/scans: the engine call; writes: from the operation's "
+           "start until its block's commit returns");
     jw_obj_end(w);
 }
 
 /* One element of an engine's "runs". */
-static void j_run(jw *w, const ycsb_params *p, int k, const run_res *rr)
+static void
+j_run(jw *w, const ycsb_params *p, int k, const run_res *rr)
 {
     jw_obj(w, NULL);
     jw_i64(w, "run", k + 1);
@@ -692,7 +726,8 @@ static void j_run(jw *w, const ycsb_params *p, int k, const run_res *rr)
 }
 
 /* One element of "engines": applicability, the load, every run and the medians. */
-static void j_engine(jw *w, const ycsb_params *p, const eng_res *e)
+static void
+j_engine(jw *w, const ycsb_params *p, const eng_res *e)
 {
     jw_obj(w, NULL);
     jw_str(w, "engine", e->name);
@@ -726,7 +761,8 @@ static void j_engine(jw *w, const ycsb_params *p, const eng_res *e)
     jw_obj_end(w);
 }
 
-static int write_json(const ycfg *c, const eng_res *er, int n, const char *started, int ok)
+static int
+write_json(const ycfg *c, const eng_res *er, int n, const char *started, int ok)
 {
     char tmp[4200];
     FILE *f = jw_file_open(c->output, tmp, sizeof(tmp), "qmdb-bench ycsb");
@@ -751,24 +787,41 @@ static int write_json(const ycfg *c, const eng_res *er, int n, const char *start
 
 /* ---- flags and entry point ------------------------------------------------------------------ */
 
-static int parse_engine_list(ycfg *c, const char *list)
+static int
+parse_engine_list(ycfg *c, const char *list)
 {
     return bench_parse_engine_list(list, c->engines, &c->n_engines, "qmdb-bench ycsb");
 }
 
-enum { Y_ENGINE = 300, Y_DBDIR, Y_RUNS, Y_OUTPUT, Y_DUR, Y_OPB, Y_SEED, Y_MEMCAP, Y_KEEP, Y_NODROP,
-       Y_HELP };
+enum {
+    Y_ENGINE = 300,
+    Y_DBDIR,
+    Y_RUNS,
+    Y_OUTPUT,
+    Y_DUR,
+    Y_OPB,
+    Y_SEED,
+    Y_MEMCAP,
+    Y_KEEP,
+    Y_NODROP,
+    Y_HELP
+};
 
-static int parse(ycfg *c, int argc, char **argv)
+static int
+parse(ycfg *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"engine", required_argument, 0, Y_ENGINE}, {"db-dir", required_argument, 0, Y_DBDIR},
-        {"runs", required_argument, 0, Y_RUNS},     {"output", required_argument, 0, Y_OUTPUT},
-        {"durability", required_argument, 0, Y_DUR},
-        {"ops-per-block", required_argument, 0, Y_OPB},
-        {"seed", required_argument, 0, Y_SEED},     {"mem-cap", required_argument, 0, Y_MEMCAP},
-        {"keep", no_argument, 0, Y_KEEP},           {"no-drop-caches", no_argument, 0, Y_NODROP},
-        {"help", no_argument, 0, Y_HELP},           {0, 0, 0, 0}};
+    static const struct option opts[] = {{"engine", required_argument, 0, Y_ENGINE},
+                                         {"db-dir", required_argument, 0, Y_DBDIR},
+                                         {"runs", required_argument, 0, Y_RUNS},
+                                         {"output", required_argument, 0, Y_OUTPUT},
+                                         {"durability", required_argument, 0, Y_DUR},
+                                         {"ops-per-block", required_argument, 0, Y_OPB},
+                                         {"seed", required_argument, 0, Y_SEED},
+                                         {"mem-cap", required_argument, 0, Y_MEMCAP},
+                                         {"keep", no_argument, 0, Y_KEEP},
+                                         {"no-drop-caches", no_argument, 0, Y_NODROP},
+                                         {"help", no_argument, 0, Y_HELP},
+                                         {0, 0, 0, 0}};
     char err[600];
     int o, have_p = 0;
     uint64_t v;
@@ -793,23 +846,46 @@ static int parse(ycfg *c, int argc, char **argv)
                 return -1;
             sets[n_sets++] = optarg;
             break;
-        case Y_ENGINE: bad = parse_engine_list(c, a); break;
-        case Y_DBDIR: c->db_dir = a; break;
-        case Y_RUNS: bad = parse_num(a, &v) || v < 1 || v > YMAX_RUNS; c->runs = (int)v; break;
-        case Y_OUTPUT: c->output = a; break;
+        case Y_ENGINE:
+            bad = parse_engine_list(c, a);
+            break;
+        case Y_DBDIR:
+            c->db_dir = a;
+            break;
+        case Y_RUNS:
+            bad = parse_num(a, &v) || v < 1 || v > YMAX_RUNS;
+            c->runs = (int)v;
+            break;
+        case Y_OUTPUT:
+            c->output = a;
+            break;
         case Y_DUR:
             bad = strcmp(a, "D1") != 0 && strcmp(a, "D0") != 0;
             c->durable = strcmp(a, "D1") == 0;
             break;
-        case Y_OPB: bad = parse_num(a, &c->ops_per_block) || !c->ops_per_block ||
-                          c->ops_per_block > (1u << 24);
+        case Y_OPB:
+            bad = parse_num(a, &c->ops_per_block) || !c->ops_per_block ||
+                  c->ops_per_block > (1u << 24);
             break;
-        case Y_SEED: bad = parse_num(a, &c->seed); break;
-        case Y_MEMCAP: bad = parse_num(a, &c->mem_cap); break;
-        case Y_KEEP: c->keep = 1; break;
-        case Y_NODROP: c->no_drop = 1; break;
-        case Y_HELP: case 'h': usage(stdout); exit(0);
-        default: usage(stderr); return -1;
+        case Y_SEED:
+            bad = parse_num(a, &c->seed);
+            break;
+        case Y_MEMCAP:
+            bad = parse_num(a, &c->mem_cap);
+            break;
+        case Y_KEEP:
+            c->keep = 1;
+            break;
+        case Y_NODROP:
+            c->no_drop = 1;
+            break;
+        case Y_HELP:
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return -1;
         }
         if (bad) {
             fprintf(stderr, "qmdb-bench ycsb: bad value '%s' for --%s\n", a ? a : "",
@@ -840,7 +916,8 @@ static int parse(ycfg *c, int argc, char **argv)
     return 0;
 }
 
-int ycsb_main(int argc, char **argv)
+int
+ycsb_main(int argc, char **argv)
 {
     ycfg *c = calloc(1, sizeof(*c));
     eng_res *er = NULL;
@@ -883,7 +960,9 @@ int ycsb_main(int argc, char **argv)
            " runs=%d ops/block=%" PRIu64 " durability=%s%s page-cache drop=%s\n",
            c->p.workload_name, c->wl_path, c->p.recordcount, c->p.operationcount, c->runs,
            c->ops_per_block, c->durable ? "D1" : "D0", c->durable ? "" : " (qmdb stays D1)",
-           c->no_drop ? "off" : geteuid() == 0 ? "on (root)" : "not permitted (not root)");
+           c->no_drop       ? "off"
+           : geteuid() == 0 ? "on (root)"
+                            : "not permitted (not root)");
     er = calloc((size_t)c->n_engines, sizeof(*er));
     if (!er) {
         free(c);

@@ -16,17 +16,18 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fprintf(stderr, "\n");                                                             \
-            failures++;                                                                        \
-        }                                                                                      \
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (!(cond)) {                                           \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fprintf(stderr, "\n");                               \
+            failures++;                                          \
+        }                                                        \
     } while (0)
 
-static void test_keys(void)
+static void
+test_keys(void)
 {
     ycsb_params p;
     memset(&p, 0, sizeof(p));
@@ -41,7 +42,8 @@ static void test_keys(void)
     CHECK(strcmp(k, "user00042") == 0, "ordered padded key = %s", k);
 }
 
-static void test_props(void)
+static void
+test_props(void)
 {
     ycsb_props pr;
     ycsb_params p;
@@ -62,7 +64,8 @@ static void test_props(void)
     CHECK(ycsb_props_set(&pr, "novalue", err, sizeof(err)) != 0, "bad -p accepted");
 }
 
-static void test_zipf(void)
+static void
+test_zipf(void)
 {
     ycsb_zipf z;
     wl_gen g;
@@ -83,7 +86,8 @@ static void test_zipf(void)
     CHECK(fabs(z.zetan - z2.zetan) < 1e-9, "incremental zeta %.12f vs %.12f", z.zetan, z2.zetan);
 }
 
-static void test_gen(ycsb_dist d)
+static void
+test_gen(ycsb_dist d)
 {
     ycsb_params p;
     memset(&p, 0, sizeof(p));
@@ -118,7 +122,8 @@ static void test_gen(ycsb_dist d)
     CHECK(y.acked == 10050, "acked %llu", (unsigned long long)y.acked);
 }
 
-int main(void)
+int
+main(void)
 {
     test_keys();
     test_props();

@@ -16,8 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const ycsb_op_names[YOP_N] = {"read", "update", "insert", "scan",
-                                          "read-modify-write"};
+const char *const ycsb_op_names[YOP_N] = {"read", "update", "insert", "scan", "read-modify-write"};
 
 static const char *const PROP_NAMES[YOP_N] = {"readproportion", "updateproportion",
                                               "insertproportion", "scanproportion",
@@ -25,7 +24,8 @@ static const char *const PROP_NAMES[YOP_N] = {"readproportion", "updateproportio
 
 /* ---- properties --------------------------------------------------------------------------- */
 
-static char *trim(char *s)
+static char *
+trim(char *s)
 {
     while (isspace((unsigned char)*s))
         s++;
@@ -35,7 +35,8 @@ static char *trim(char *s)
     return s;
 }
 
-static int props_put(ycsb_props *pr, const char *k, const char *v, char *err, size_t errn)
+static int
+props_put(ycsb_props *pr, const char *k, const char *v, char *err, size_t errn)
 {
     if (strlen(k) >= sizeof(pr->key[0]) || strlen(v) >= sizeof(pr->val[0])) {
         snprintf(err, errn, "property '%s' too long", k);
@@ -57,7 +58,8 @@ static int props_put(ycsb_props *pr, const char *k, const char *v, char *err, si
 }
 
 /* One "key=value" (or "key:value") line; blank lines and comments are skipped. */
-static int props_line(ycsb_props *pr, char *line, char *err, size_t errn)
+static int
+props_line(ycsb_props *pr, char *line, char *err, size_t errn)
 {
     char *s = trim(line);
     if (!*s || *s == '#' || *s == '!')
@@ -71,7 +73,8 @@ static int props_line(ycsb_props *pr, char *line, char *err, size_t errn)
     return props_put(pr, trim(s), trim(s + k + 1), err, errn);
 }
 
-int ycsb_props_load(ycsb_props *pr, const char *path, char *err, size_t errn)
+int
+ycsb_props_load(ycsb_props *pr, const char *path, char *err, size_t errn)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -91,7 +94,8 @@ int ycsb_props_load(ycsb_props *pr, const char *path, char *err, size_t errn)
     return rc;
 }
 
-int ycsb_props_set(ycsb_props *pr, const char *kv, char *err, size_t errn)
+int
+ycsb_props_set(ycsb_props *pr, const char *kv, char *err, size_t errn)
 {
     char buf[400];
     snprintf(buf, sizeof(buf), "%s", kv);
@@ -102,7 +106,8 @@ int ycsb_props_set(ycsb_props *pr, const char *kv, char *err, size_t errn)
     return props_line(pr, buf, err, errn);
 }
 
-const char *ycsb_props_get(const ycsb_props *pr, const char *key)
+const char *
+ycsb_props_get(const ycsb_props *pr, const char *key)
 {
     for (int i = 0; i < pr->n; i++)
         if (strcmp(pr->key[i], key) == 0)
@@ -110,8 +115,8 @@ const char *ycsb_props_get(const ycsb_props *pr, const char *key)
     return NULL;
 }
 
-static int get_u64(const ycsb_props *pr, const char *key, uint64_t def, uint64_t *out,
-                   char *err, size_t errn)
+static int
+get_u64(const ycsb_props *pr, const char *key, uint64_t def, uint64_t *out, char *err, size_t errn)
 {
     const char *v = ycsb_props_get(pr, key);
     *out = def;
@@ -128,8 +133,8 @@ static int get_u64(const ycsb_props *pr, const char *key, uint64_t def, uint64_t
     return 0;
 }
 
-static int get_dbl(const ycsb_props *pr, const char *key, double def, double *out, char *err,
-                   size_t errn)
+static int
+get_dbl(const ycsb_props *pr, const char *key, double def, double *out, char *err, size_t errn)
 {
     const char *v = ycsb_props_get(pr, key);
     *out = def;
@@ -145,7 +150,8 @@ static int get_dbl(const ycsb_props *pr, const char *key, double def, double *ou
     return 0;
 }
 
-int ycsb_params_from(ycsb_params *p, const ycsb_props *pr, char *err, size_t errn)
+int
+ycsb_params_from(ycsb_params *p, const ycsb_props *pr, char *err, size_t errn)
 {
     uint64_t zp;
     memset(p, 0, sizeof(*p));
@@ -174,8 +180,7 @@ int ycsb_params_from(ycsb_params *p, const ycsb_props *pr, char *err, size_t err
         return -1;
     }
     uint64_t vs = p->fieldcount * p->fieldlength;
-    if (p->fieldcount == 0 || p->fieldlength == 0 || p->fieldcount > 1000000 ||
-        vs > 16777215) {
+    if (p->fieldcount == 0 || p->fieldlength == 0 || p->fieldcount > 1000000 || vs > 16777215) {
         snprintf(err, errn, "fieldcount x fieldlength must be 1..16777215 bytes");
         return -1;
     }
@@ -190,8 +195,7 @@ int ycsb_params_from(ycsb_params *p, const ycsb_props *pr, char *err, size_t err
     else if (strcmp(d, "latest") == 0)
         p->dist = YD_LATEST;
     else {
-        snprintf(err, errn, "requestdistribution '%s' not supported (uniform, zipfian, latest)",
-                 d);
+        snprintf(err, errn, "requestdistribution '%s' not supported (uniform, zipfian, latest)", d);
         return -1;
     }
     const char *io = ycsb_props_get(pr, "insertorder");
@@ -211,7 +215,8 @@ int ycsb_params_from(ycsb_params *p, const ycsb_props *pr, char *err, size_t err
 /* ---- keys ----------------------------------------------------------------------------------- */
 
 /* YCSB Utils.fnvhash64: FNV-1a over the 8 low-first bytes, then Math.abs. */
-static uint64_t ycsb_hash(uint64_t x)
+static uint64_t
+ycsb_hash(uint64_t x)
 {
     uint64_t h = wl_fnv1a64(x);
     if ((int64_t)h < 0)
@@ -219,7 +224,8 @@ static uint64_t ycsb_hash(uint64_t x)
     return h;
 }
 
-size_t ycsb_key(const ycsb_params *p, uint64_t i, char *out)
+size_t
+ycsb_key(const ycsb_params *p, uint64_t i, char *out)
 {
     char num[24];
     int n = snprintf(num, sizeof(num), "%" PRIu64, p->hashed ? ycsb_hash(i) : i);
@@ -236,7 +242,8 @@ size_t ycsb_key(const ycsb_params *p, uint64_t i, char *out)
 
 /* ---- zipfian -------------------------------------------------------------------------------- */
 
-void ycsb_zipf_init(ycsb_zipf *z, uint64_t n, double theta)
+void
+ycsb_zipf_init(ycsb_zipf *z, uint64_t n, double theta)
 {
     memset(z, 0, sizeof(*z));
     if (fabs(theta - 1.0) < 1e-6) /* Gray's formula divides by 1 - theta */
@@ -249,7 +256,8 @@ void ycsb_zipf_init(ycsb_zipf *z, uint64_t n, double theta)
     zipf_set_eta(z);
 }
 
-uint64_t ycsb_zipf_next(ycsb_zipf *z, wl_gen *g, uint64_t n)
+uint64_t
+ycsb_zipf_next(ycsb_zipf *z, wl_gen *g, uint64_t n)
 {
     if (n == 0)
         return 0;
@@ -264,7 +272,8 @@ uint64_t ycsb_zipf_next(ycsb_zipf *z, wl_gen *g, uint64_t n)
 
 /* ---- generator -------------------------------------------------------------------------- */
 
-void ycsb_gen_init(ycsb_gen *y, const ycsb_params *p, uint64_t seed)
+void
+ycsb_gen_init(ycsb_gen *y, const ycsb_params *p, uint64_t seed)
 {
     memset(y, 0, sizeof(*y));
     y->p = p;
@@ -272,14 +281,14 @@ void ycsb_gen_init(ycsb_gen *y, const ycsb_params *p, uint64_t seed)
             p->dist == YD_ZIPFIAN ? p->zipf_theta : 0);
     y->acked = y->next_insert = p->recordcount;
     /* CoreWorkload: expectednewkeys = operationcount * insertproportion * 2 (fudge). */
-    uint64_t expected_new =
-        (uint64_t)((double)p->operationcount * p->prop[YOP_INSERT] * 2.0);
+    uint64_t expected_new = (uint64_t)((double)p->operationcount * p->prop[YOP_INSERT] * 2.0);
     y->zipf_items = p->recordcount + expected_new + 1;
     if (p->dist == YD_LATEST)
         ycsb_zipf_init(&y->latest, p->recordcount, 0.99); /* YCSB: ZIPFIAN_CONSTANT */
 }
 
-ycsb_op ycsb_next_op(ycsb_gen *y)
+ycsb_op
+ycsb_next_op(ycsb_gen *y)
 {
     const double *w = y->p->prop;
     double sum = 0;
@@ -298,7 +307,8 @@ ycsb_op ycsb_next_op(ycsb_gen *y)
     return YOP_READ;
 }
 
-uint64_t ycsb_next_key(ycsb_gen *y)
+uint64_t
+ycsb_next_key(ycsb_gen *y)
 {
     uint64_t k;
     switch (y->p->dist) {
@@ -319,6 +329,14 @@ uint64_t ycsb_next_key(ycsb_gen *y)
     }
 }
 
-uint64_t ycsb_scan_len(ycsb_gen *y) { return 1 + wl_below(&y->g, y->p->maxscanlength); }
+uint64_t
+ycsb_scan_len(ycsb_gen *y)
+{
+    return 1 + wl_below(&y->g, y->p->maxscanlength);
+}
 
-void ycsb_ack(ycsb_gen *y) { y->acked = y->next_insert; }
+void
+ycsb_ack(ycsb_gen *y)
+{
+    y->acked = y->next_insert;
+}

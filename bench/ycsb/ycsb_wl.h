@@ -36,12 +36,12 @@ typedef struct ycsb_props {
 typedef struct ycsb_params {
     char workload_name[128]; /* basename of -P FILE */
     uint64_t recordcount, operationcount;
-    double prop[YOP_N];      /* readproportion, updateproportion, ... */
+    double prop[YOP_N]; /* readproportion, updateproportion, ... */
     ycsb_dist dist;
-    double zipf_theta;       /* zipfianconstant */
+    double zipf_theta; /* zipfianconstant */
     uint64_t fieldcount, fieldlength;
     uint64_t maxscanlength;
-    int hashed;              /* insertorder=hashed */
+    int hashed; /* insertorder=hashed */
     unsigned zeropadding;
 } ycsb_params;
 
@@ -50,11 +50,11 @@ typedef zipf_gen ycsb_zipf;
 
 typedef struct ycsb_gen {
     const ycsb_params *p;
-    wl_gen g;                /* PRNG, values (value_size = fieldcount * fieldlength) */
-    uint64_t acked;          /* records committed: keys 0 .. acked-1 exist */
-    uint64_t next_insert;    /* next item number an insert takes */
-    uint64_t zipf_items;     /* scrambled zipfian: recordcount + expected inserts + 1 */
-    ycsb_zipf latest;        /* latest distribution */
+    wl_gen g;             /* PRNG, values (value_size = fieldcount * fieldlength) */
+    uint64_t acked;       /* records committed: keys 0 .. acked-1 exist */
+    uint64_t next_insert; /* next item number an insert takes */
+    uint64_t zipf_items;  /* scrambled zipfian: recordcount + expected inserts + 1 */
+    ycsb_zipf latest;     /* latest distribution */
 } ycsb_gen;
 
 extern const char *const ycsb_op_names[YOP_N];

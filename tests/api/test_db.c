@@ -4,14 +4,14 @@
  * nothing committed, large values, pruning never changing a root, recovery from torn tails,
  * and detection of corrupt files. Uses qmdb.h only (plus POSIX to damage files).
  */
+#include "../test.h"
+#include "qmdb.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include "../test.h"
-#include "qmdb.h"
 
 static char base[] = "/tmp/qmdb-test-dbXXXXXX";
 

@@ -15,14 +15,14 @@
  *
  * Thread: main; one reader thread in the readers case.
  */
+#include "../test.h"
+#include "qmdb.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#include "../test.h"
-#include "qmdb.h"
 
 static char base[] = "/tmp/qmdb-test-pipeXXXXXX";
 static uint64_t rng = 4242;
@@ -200,8 +200,7 @@ reader_main(void *arg)
         for (unsigned i = 0; i < GROUP; i++) {
             if (rd[i].rc != 0 || rd[i].vlen != 8 || v[i] != v[0] || v[i] < lo || v[i] > dhi) {
                 fprintf(stderr, "committed read: key %u value %llu, durable %llu..%llu\n", i,
-                        (unsigned long long)v[i], (unsigned long long)lo,
-                        (unsigned long long)dhi);
+                        (unsigned long long)v[i], (unsigned long long)lo, (unsigned long long)dhi);
                 reader_bad++;
                 break;
             }
@@ -312,7 +311,8 @@ edges_case(void)
         int rc = qmdb_get_committed(db, "gamma", 5, got, sizeof(got), &vl);
         uint64_t ha = qmdb_height(db);
         bool is_new = rc == 0 && vl == 7 && memcmp(got, nv, 7) == 0;
-        bool is_old = h == 2 ? rc == QMDB_NOTFOUND : (rc == 0 && vl == 7 && memcmp(got, ov, 7) == 0);
+        bool is_old =
+            h == 2 ? rc == QMDB_NOTFOUND : (rc == 0 && vl == 7 && memcmp(got, ov, 7) == 0);
         CHECK(is_new || is_old);
         CHECK(!is_new || ha >= h);
         CHECK(!is_old || hb < h);
@@ -325,7 +325,7 @@ edges_case(void)
         if ((rc == 0) == d_now)
             CHECK(ha >= h); /* block h's state: it was durable */
         else
-            CHECK(hb < h);  /* block h-1's state: h was not durable yet */
+            CHECK(hb < h); /* block h-1's state: h was not durable yet */
         CHECK(qmdb_get(db, "gamma", 5, got, sizeof(got), &vl) == 0 && memcmp(got, nv, 7) == 0);
         CHECK_OK(qmdb_wait(db, h, NULL));
         CHECK(qmdb_get_committed(db, "gamma", 5, got, sizeof(got), &vl) == 0 &&

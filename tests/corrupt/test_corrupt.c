@@ -18,12 +18,6 @@
  *                               zeroed ROOTS record, and (in memory) on an indexer that
  *                               disagrees with the ActiveBits and on a broken key-hash chain.
  */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "../crash/workload.h"
 #include "../test.h"
 #include "check.h"
@@ -32,6 +26,12 @@
 #include "hash.h"
 #include "indexer.h"
 #include "shard.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define NKEYS 600
 
@@ -117,8 +117,8 @@ xor_byte(const char *path, uint64_t off, unsigned char mask)
     close(fd);
 }
 
-static long detected[NKINDS], clean[NKINDS], rolled_back, wrong, unnamed, get_corrupt,
-    check_runs, check_missed;
+static long detected[NKINDS], clean[NKINDS], rolled_back, wrong, unnamed, get_corrupt, check_runs,
+    check_missed;
 
 static bool
 names_a_file(const char *msg)
@@ -154,8 +154,8 @@ trial(long i)
                     (unsigned long long)off, qmdb_open_error());
         }
     } else if (rc) {
-        fprintf(stderr, "flip %s@%llu: open returned %d (%s): %s\n", path,
-                (unsigned long long)off, rc, qmdb_strerror(rc), qmdb_open_error());
+        fprintf(stderr, "flip %s@%llu: open returned %d (%s): %s\n", path, (unsigned long long)off,
+                rc, qmdb_strerror(rc), qmdb_open_error());
         wrong++;
     } else {
         uint64_t h = qmdb_height(db);
@@ -169,8 +169,8 @@ trial(long i)
             m = &model_prev; /* the newest META slot was hit: the previous one is used */
             rolled_back++;
         } else {
-            fprintf(stderr, "flip %s@%llu: opened at height %llu with an unexpected root\n",
-                    path, (unsigned long long)off, (unsigned long long)h);
+            fprintf(stderr, "flip %s@%llu: opened at height %llu with an unexpected root\n", path,
+                    (unsigned long long)off, (unsigned long long)h);
             wrong++;
         }
         if (m) {
@@ -183,9 +183,9 @@ trial(long i)
                     get_corrupt++;
                     continue;
                 }
-                bool ok = m->val[k] ? (g == 0 && vl == m->vlen[k] &&
-                                       memcmp(buf, m->val[k], vl) == 0)
-                                    : g == QMDB_NOTFOUND;
+                bool ok = m->val[k]
+                              ? (g == 0 && vl == m->vlen[k] && memcmp(buf, m->val[k], vl) == 0)
+                              : g == QMDB_NOTFOUND;
                 if (!ok) {
                     fprintf(stderr, "flip %s@%llu: WRONG value for key %u (rc %d)\n", path,
                             (unsigned long long)off, k, g);
@@ -221,7 +221,8 @@ run_flips(long n)
     long total_det = 0, total_clean = 0;
     printf("%ld byte flips:\n", n);
     for (int k = 0; k < NKINDS; k++) {
-        printf("  %-10s detected (QMDB_CORRUPT at open) %5ld, harmless (clean open, right values) %5ld\n",
+        printf("  %-10s detected (QMDB_CORRUPT at open) %5ld, harmless (clean open, right values) "
+               "%5ld\n",
                KINDS[k], detected[k], clean[k]);
         total_det += detected[k];
         total_clean += clean[k];
@@ -296,8 +297,8 @@ expect_check_fails(const char *file, uint64_t off, unsigned char mask, const cha
     CHECK_RC(qmdb_check(dir, collect, &c, &problems), QMDB_CORRUPT);
     CHECK(problems >= 1 && c.n == (int)problems);
     if (!strstr(c.text, want))
-        fprintf(stderr, "check of damaged %s@%llu: no '%s' in:\n%s", file,
-                (unsigned long long)off, want, c.text);
+        fprintf(stderr, "check of damaged %s@%llu: no '%s' in:\n%s", file, (unsigned long long)off,
+                want, c.text);
     CHECK(strstr(c.text, want) != NULL);
     printf("  %s @%llu -> %s", file, (unsigned long long)off, c.text);
     xor_byte(path, off, mask);

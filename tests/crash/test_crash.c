@@ -34,6 +34,10 @@
  * hybrid indexer (QMDB_INDEXER=hybrid), some fast opens must have resumed from the runs and
  * replayed the index journal.
  */
+#include "../fault/faultio.h"
+#include "../test.h"
+#include "workload.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -43,25 +47,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../fault/faultio.h"
-#include "../test.h"
-#include "workload.h"
-
 #define NKEYS 1500
-#define PREFILL 900       /* blocks applied before the first crash (pruning starts ~here) */
-#define CHILD_BLOCKS 150  /* a child that is not killed stops after this many blocks */
+#define PREFILL 900      /* blocks applied before the first crash (pruning starts ~here) */
+#define CHILD_BLOCKS 150 /* a child that is not killed stops after this many blocks */
 
 static char dir[480], twindir[512];
 static uint64_t seed, rng;
 static wl_model model;
 static wl_twin twin;
-static uint64_t last_ok;       /* highest height reported committed */
+static uint64_t last_ok; /* highest height reported committed */
 static long lost, mismatches, wrong_values, kills, clean_exits, reported_mismatch;
 static long phase_kills[32];
 static volatile bool in_open;
-static bool hybrid;                  /* QMDB_INDEXER=hybrid */
+static bool hybrid;                      /* QMDB_INDEXER=hybrid */
 static long resumed_opens, replay_opens; /* fast opens: some shard resumed; all, with replay */
-static bool conc; /* the concurrent configuration */
+static bool conc;                        /* the concurrent configuration */
 
 static uint64_t
 rnd(uint64_t n)
@@ -93,8 +93,7 @@ verify(const char *when)
     int rc;
     /* Every 4th check uses the default open (every entry hashed); the others the fast open,
      * which still recomputes every root from the log's ActiveBits and the stored twig roots. */
-    qmdb_db *db = open_db(QMDB_OPEN_RDONLY | (verify_rounds++ % 4 == 0 ? 0 : QMDB_OPEN_FAST),
-                          &rc);
+    qmdb_db *db = open_db(QMDB_OPEN_RDONLY | (verify_rounds++ % 4 == 0 ? 0 : QMDB_OPEN_FAST), &rc);
     if (!db) {
         fprintf(stderr, "%s: reopen failed: %s: %s\n", when, qmdb_strerror(rc), qmdb_open_error());
         REQUIRE(db != NULL);
@@ -647,8 +646,8 @@ main(int argc, char **argv)
     conc = argc == 5;
     fio_set_concurrent(conc);
     printf("configuration: %s\n", strcmp(argv[1], "timer") == 0 ? "production (no I/O layer)"
-                                   : conc                        ? "concurrent"
-                                                                 : "sequential");
+                                  : conc                        ? "concurrent"
+                                                                : "sequential");
     const char *mode = argv[1];
     long target = atol(argv[2]);
     const char *ix = getenv("QMDB_INDEXER");

@@ -10,15 +10,15 @@
 #ifndef QM_WORKLOAD_H
 #define QM_WORKLOAD_H
 
+#include "qmdb.h"
+
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <dirent.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "qmdb.h"
 
 typedef struct wl_model {
     uint64_t seed;

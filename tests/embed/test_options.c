@@ -5,20 +5,19 @@
  * threads carry their names, output structs are size-checked, the version number matches the
  * string.
  */
-#include <qmdb.h>
-
 #include <dirent.h>
+#include <qmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int failures;
-#define CHECK(c)                                                                               \
-    do {                                                                                       \
-        if (!(c)) {                                                                            \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);              \
-            failures++;                                                                        \
-        }                                                                                      \
+#define CHECK(c)                                                                  \
+    do {                                                                          \
+        if (!(c)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
+            failures++;                                                           \
+        }                                                                         \
     } while (0)
 
 static qmdb_stats

@@ -7,6 +7,8 @@
  */
 #include "faultio.h"
 
+#include "io.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,18 +19,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io.h"
-
 #define FIO_MAXFD 4096
 #define FIO_PATH 4096
 
 typedef struct undo {
     char *path;
-    u64 seq;      /* order of logging (an fsync makes the records logged before it durable) */
-    bool trunc;   /* a truncate (else a write) */
-    u64 off;      /* write offset, or the new length of a truncate */
-    u64 len;      /* bytes written (writes) */
-    u8 *old;      /* previous bytes of [off, off + oldlen) */
+    u64 seq;    /* order of logging (an fsync makes the records logged before it durable) */
+    bool trunc; /* a truncate (else a write) */
+    u64 off;    /* write offset, or the new length of a truncate */
+    u64 len;    /* bytes written (writes) */
+    u8 *old;    /* previous bytes of [off, off + oldlen) */
     u64 oldlen;
     u64 old_size; /* file size before the change */
 } undo;
@@ -417,9 +417,9 @@ f_fsize(int fd, u64 *size)
 
 /* The same calls; the engine runs sequentially under the first, concurrently under the
  * second (io.h). */
-static const qm_io fault_io_seq = {f_open,  f_close,     f_pread,  f_pwrite, f_fsync,
+static const qm_io fault_io_seq = {f_open,      f_close,  f_pread, f_pwrite,    f_fsync,
                                    f_ftruncate, f_unlink, f_fsize, f_read_done, false};
-static const qm_io fault_io_conc = {f_open,  f_close,     f_pread,  f_pwrite, f_fsync,
+static const qm_io fault_io_conc = {f_open,      f_close,  f_pread, f_pwrite,    f_fsync,
                                     f_ftruncate, f_unlink, f_fsize, f_read_done, true};
 
 void
@@ -551,8 +551,7 @@ fio_powerloss(uint64_t *rng, unsigned drop_pct)
         int fd = open(u->path, O_RDWR | O_CLOEXEC);
         if (fd < 0)
             continue; /* deleted since */
-        if (u->oldlen && pwrite(fd, u->old, u->oldlen, (off_t)u->off) !=
-                             (ssize_t)u->oldlen)
+        if (u->oldlen && pwrite(fd, u->old, u->oldlen, (off_t)u->off) != (ssize_t)u->oldlen)
             abort();
         struct stat st;
         if (fstat(fd, &st) != 0)

@@ -43,9 +43,9 @@ typedef struct fio_rule {
     const char *path_sub; /* NULL: any file */
     long nth;             /* 1-based index of the matching call that triggers */
     enum fio_action action;
-    int err;              /* positive errno for FIO_ERR / FIO_SHORT */
-    bool sticky;          /* FIO_ERR: fail every matching call from the nth on */
-    unsigned torn_pct;    /* FIO_KILL / FIO_CRASH on pwrite: percent of bytes written first */
+    int err;           /* positive errno for FIO_ERR / FIO_SHORT */
+    bool sticky;       /* FIO_ERR: fail every matching call from the nth on */
+    unsigned torn_pct; /* FIO_KILL / FIO_CRASH on pwrite: percent of bytes written first */
     const volatile bool *only_if; /* if set, calls count only while *only_if is true */
 } fio_rule;
 

@@ -27,21 +27,21 @@
  *                           there is retried synchronously, so the scenarios below also check
  *                           that such a fault changes nothing.
  */
-#include <errno.h>
-#include <sys/stat.h>
-
 #include "../crash/workload.h"
 #include "../test.h"
 #include "faultio.h"
+
+#include <errno.h>
+#include <sys/stat.h>
 
 #define NKEYS 600
 
 static char base[400];
 static uint64_t seed = 5;
 static int scenario_no;
-static bool conc;              /* the concurrent configuration */
-static long batched_total;     /* batched reads the layer saw (concurrent) */
-static long batched_faults;    /* of the last scenario (read before fio_uninstall) */
+static bool conc;           /* the concurrent configuration */
+static long batched_total;  /* batched reads the layer saw (concurrent) */
+static long batched_faults; /* of the last scenario (read before fio_uninstall) */
 
 typedef struct env {
     char dir[480];
@@ -260,8 +260,8 @@ commit_fault(const char *name, const fio_rule *r, int want, const char *file_sub
         fio_reset();
     }
     uint64_t hi = committed + (uint64_t)hi_off;
-    uint64_t got = env_verify(&e, committed + (uint64_t)lo_off, hi > submitted ? hi : submitted,
-                              name);
+    uint64_t got =
+        env_verify(&e, committed + (uint64_t)lo_off, hi > submitted ? hi : submitted, name);
     printf("  %-52s rc=%-6d recovered height %llu (last committed %llu", name, rc,
            (unsigned long long)got, (unsigned long long)committed);
     if (submitted > committed)
@@ -312,8 +312,7 @@ test_commit_faults(void)
     CHECK_EQ_U64(batched_faults, conc ? 1 : 0);
     r = rule(FIO_PREAD, ".entries.", 1, FIO_ERR, EIO);
     r.sticky = true;
-    commit_fault("EIO on every entry-log read during a commit", &r, -EIO, ".entries", 0, 0, -1,
-                 20);
+    commit_fault("EIO on every entry-log read during a commit", &r, -EIO, ".entries", 0, 0, -1, 20);
     r = rule(FIO_PWRITE, "ROOTS", 1, FIO_ERR, EIO);
     commit_fault("EIO writing ROOTS", &r, -EIO, "ROOTS", 0, 0, -1, 20);
     r = rule(FIO_FSYNC, "ROOTS", 1, FIO_ERR, EIO);
@@ -359,7 +358,7 @@ test_prune_fault(void)
      * The twin is not run while the rule is armed (its pruning would hit the rule too). */
     int rc = 0;
     uint64_t h0 = h;
-    unsigned char (*roots)[32] = malloc(2000 * 32);
+    unsigned char(*roots)[32] = malloc(2000 * 32);
     REQUIRE(roots);
     while (!fio_triggered() && h < h0 + 1999) {
         h++;
@@ -382,7 +381,8 @@ test_prune_fault(void)
     CHECK_OK(qmdb_commit(db, h, e.b, NULL));
     CHECK_OK(qmdb_close(db));
     uint64_t got = env_verify(&e, h, h, "unlink failure while pruning");
-    printf("  %-52s recovered height %llu\n", "EIO deleting a pruned segment", (unsigned long long)got);
+    printf("  %-52s recovered height %llu\n", "EIO deleting a pruned segment",
+           (unsigned long long)got);
     env_free(&e);
 }
 
@@ -398,8 +398,8 @@ get_many_diff(qmdb_db *db, const wl_model *m, uint32_t off, int *rc)
     uint32_t ki[GM_KEYS];
     for (size_t i = 0; i < GM_KEYS; i++) {
         ki[i] = (uint32_t)(i * 9 + off) % NKEYS;
-        rd[i] = (qmdb_read){gm_key[i], wl_key(ki[i], gm_key[i]), gm_val[i], sizeof(gm_val[i]),
-                            0, 0};
+        rd[i] =
+            (qmdb_read){gm_key[i], wl_key(ki[i], gm_key[i]), gm_val[i], sizeof(gm_val[i]), 0, 0};
     }
     *rc = qmdb_get_many(db, rd, GM_KEYS);
     long bad = 0;

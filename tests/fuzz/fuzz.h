@@ -15,12 +15,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_ASSERT(c)                                                                         \
-    do {                                                                                       \
-        if (!(c)) {                                                                            \
-            fprintf(stderr, "%s:%d: fuzz property failed: %s\n", __FILE__, __LINE__, #c);    \
-            abort();                                                                           \
-        }                                                                                      \
+#define FUZZ_ASSERT(c)                                                                    \
+    do {                                                                                  \
+        if (!(c)) {                                                                       \
+            fprintf(stderr, "%s:%d: fuzz property failed: %s\n", __FILE__, __LINE__, #c); \
+            abort();                                                                      \
+        }                                                                                 \
     } while (0)
 
 #endif /* QM_FUZZ_H */

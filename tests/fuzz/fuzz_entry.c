@@ -5,10 +5,10 @@
  * entry lies inside the input, its stored length matches the header, and re-encoding the
  * decoded fields gives back exactly the input's bytes (padding included).
  */
-#include <string.h>
-
 #include "entry.h"
 #include "fuzz.h"
+
+#include <string.h>
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -33,8 +33,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             d = (d << 8) | e.dsn_raw[8 * i + k];
         dsn[i] = d;
     }
-    u32 n = qm_entry_encode(out, e.key, e.klen, e.value, e.vlen, e.next_key_hash, e.version,
-                            e.sn, dsn, e.ndsn);
+    u32 n = qm_entry_encode(out, e.key, e.klen, e.value, e.vlen, e.next_key_hash, e.version, e.sn,
+                            dsn, e.ndsn);
     FUZZ_ASSERT(n == e.stored_len);
     FUZZ_ASSERT(memcmp(out, data, n) == 0);
     u8 leaf2[32];

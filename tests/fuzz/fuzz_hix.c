@@ -11,12 +11,12 @@
  * the walk return 0, QMDB_CORRUPT or an errno code; a complete walk yields qm_hix_count
  * records.
  */
-#include <string.h>
-#include <unistd.h>
-
 #include "codec.h"
 #include "fuzz.h"
 #include "hindex.h"
+
+#include <string.h>
+#include <unistd.h>
 
 static char g_dir[64], g_path[96], g_tmp[104];
 

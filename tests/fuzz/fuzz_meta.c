@@ -10,11 +10,11 @@
  *  - qm_roots_decode (ROOTS records, 40 bytes each, at the height of their index): property:
  *    whatever decodes re-encodes to the same bytes.
  */
-#include <string.h>
-
 #include "codec.h"
 #include "fuzz.h"
 #include "meta.h"
+
+#include <string.h>
 
 static void
 roundtrip(const qm_meta *m)

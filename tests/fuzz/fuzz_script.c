@@ -5,10 +5,10 @@
  * does. Properties: a parsed put/del has a 1..255-byte key, a put a non-empty value that fits
  * its buffer; an error always comes with a message.
  */
-#include <string.h>
-
 #include "fuzz.h"
 #include "script.h"
+
+#include <string.h>
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -6,11 +6,11 @@
  * patched in. Properties: a patched record with the right id always validates and one with a
  * wrong id never does; a decoded twig-meta record re-encodes to the same bytes.
  */
-#include <string.h>
-
 #include "codec.h"
 #include "fuzz.h"
 #include "twigfile.h"
+
+#include <string.h>
 
 static void
 fuzz_twigrec(const uint8_t *data, size_t size)

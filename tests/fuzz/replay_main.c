@@ -5,13 +5,13 @@
  * file) named on the command line, so CTest replays the checked-in corpora under ASan/UBSan.
  * Exits non-zero if a directory is missing or empty (a replay that tests nothing fails).
  */
+#include "fuzz.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-#include "fuzz.h"
 
 static int
 run_file(const char *path)

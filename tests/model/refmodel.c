@@ -20,8 +20,9 @@
 /* ------------------------------------------------------------------------------------ */
 /* primitives                                                                            */
 
-static void sha256_parts(const uint8_t *a, size_t al, const uint8_t *b, size_t bl,
-                         const uint8_t *c, size_t cl, uint8_t out[32])
+static void
+sha256_parts(const uint8_t *a, size_t al, const uint8_t *b, size_t bl, const uint8_t *c, size_t cl,
+             uint8_t out[32])
 {
     static EVP_MD *md;
     static EVP_MD_CTX *ctx;
@@ -42,18 +43,21 @@ static void sha256_parts(const uint8_t *a, size_t al, const uint8_t *b, size_t b
     }
 }
 
-static void sha256(const uint8_t *p, size_t n, uint8_t out[32])
+static void
+sha256(const uint8_t *p, size_t n, uint8_t out[32])
 {
     sha256_parts(p, n, NULL, 0, NULL, 0, out);
 }
 
-void rm_hash_tagged(uint8_t tag, const uint8_t *l, size_t ll, const uint8_t *r, size_t rl,
-                    uint8_t out[32])
+void
+rm_hash_tagged(uint8_t tag, const uint8_t *l, size_t ll, const uint8_t *r, size_t rl,
+               uint8_t out[32])
 {
     sha256_parts(&tag, 1, l, ll, r, rl, out);
 }
 
-void rm_h2(uint8_t tag, const uint8_t l[32], const uint8_t r[32], uint8_t out[32])
+void
+rm_h2(uint8_t tag, const uint8_t l[32], const uint8_t r[32], uint8_t out[32])
 {
     uint8_t buf[65];
     buf[0] = tag;
@@ -62,13 +66,15 @@ void rm_h2(uint8_t tag, const uint8_t l[32], const uint8_t r[32], uint8_t out[32
     sha256(buf, sizeof buf, out);
 }
 
-static void put_le(uint8_t *p, uint64_t v, unsigned n)
+static void
+put_le(uint8_t *p, uint64_t v, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint64_t get_le(const uint8_t *p, unsigned n)
+static uint64_t
+get_le(const uint8_t *p, unsigned n)
 {
     uint64_t v = 0;
     for (unsigned i = 0; i < n; i++)
@@ -76,11 +82,16 @@ static uint64_t get_le(const uint8_t *p, unsigned n)
     return v;
 }
 
-static size_t roundup8(size_t x) { return (x + 7) & ~(size_t)7; }
+static size_t
+roundup8(size_t x)
+{
+    return (x + 7) & ~(size_t)7;
+}
 
-size_t rm_encode_entry(const uint8_t *key, size_t kl, const uint8_t *val, size_t vl,
-                       const uint8_t nkh[32], int64_t version, uint64_t sn,
-                       const uint64_t *dsn, size_t ndsn, uint8_t *out, uint8_t hash_out[32])
+size_t
+rm_encode_entry(const uint8_t *key, size_t kl, const uint8_t *val, size_t vl, const uint8_t nkh[32],
+                int64_t version, uint64_t sn, const uint64_t *dsn, size_t ndsn, uint8_t *out,
+                uint8_t hash_out[32])
 {
     size_t payload = 53 + kl + vl + 8 * ndsn;
     size_t stored = roundup8(53 + kl + vl) + 8 * ndsn;
@@ -114,21 +125,23 @@ size_t rm_encode_entry(const uint8_t *key, size_t kl, const uint8_t *val, size_t
     return stored;
 }
 
-void rm_null_leaf(uint8_t out[32])
+void
+rm_null_leaf(uint8_t out[32])
 {
     uint8_t zero[32] = {0};
     rm_encode_entry(NULL, 0, NULL, 0, zero, -2, UINT64_MAX, NULL, 0, NULL, out);
 }
 
-void rm_null_left_level(unsigned level, uint8_t out[32])
+void
+rm_null_left_level(unsigned level, uint8_t out[32])
 {
     rm_null_leaf(out);
     for (unsigned l = 1; l <= level; l++)
         rm_h2((uint8_t)(l - 1), out, out, out);
 }
 
-void rm_active_bits_hash(const uint8_t bits[256], uint8_t l1[4][32], uint8_t l2[2][32],
-                         uint8_t l3[32])
+void
+rm_active_bits_hash(const uint8_t bits[256], uint8_t l1[4][32], uint8_t l2[2][32], uint8_t l3[32])
 {
     for (int i = 0; i < 4; i++)
         rm_h2(8, bits + 64 * i, bits + 64 * i + 32, l1[i]);
@@ -137,14 +150,16 @@ void rm_active_bits_hash(const uint8_t bits[256], uint8_t l1[4][32], uint8_t l2[
     rm_h2(10, l2[0], l2[1], l3);
 }
 
-void rm_twig_root_from(const uint8_t left_root[32], const uint8_t bits[256], uint8_t out[32])
+void
+rm_twig_root_from(const uint8_t left_root[32], const uint8_t bits[256], uint8_t out[32])
 {
     uint8_t l1[4][32], l2[2][32], l3[32];
     rm_active_bits_hash(bits, l1, l2, l3);
     rm_h2(11, left_root, l3, out);
 }
 
-void rm_null_node(unsigned level, uint8_t out[32])
+void
+rm_null_node(unsigned level, uint8_t out[32])
 {
     uint8_t left[32], bits[256] = {0};
     rm_null_left_level(11, left);
@@ -153,7 +168,8 @@ void rm_null_node(unsigned level, uint8_t out[32])
         rm_h2((uint8_t)(l - 1), out, out, out);
 }
 
-void rm_sentry(unsigned shard, unsigned i, uint8_t key[32], uint8_t nkh[32])
+void
+rm_sentry(unsigned shard, unsigned i, uint8_t key[32], uint8_t nkh[32])
 {
     unsigned p = shard * 4096 + i;
     memset(key, 0, 32);
@@ -168,7 +184,8 @@ void rm_sentry(unsigned shard, unsigned i, uint8_t key[32], uint8_t nkh[32])
     }
 }
 
-void rm_key_hash(const uint8_t *key, size_t kl, int is_sentry, uint8_t out[32])
+void
+rm_key_hash(const uint8_t *key, size_t kl, int is_sentry, uint8_t out[32])
 {
     if (is_sentry) {
         memset(out, 0, 32);
@@ -223,7 +240,7 @@ struct rm {
     rm_shard_t sh[RM_SHARDS];
     uint64_t thres;
     uint32_t ratio, div;
-    uint64_t height;     /* last committed */
+    uint64_t height; /* last committed */
     int in_block;
     uint64_t cur_height; /* block being built */
     uint64_t tx;         /* current tx index */
@@ -235,18 +252,44 @@ struct rm {
 };
 
 /* entry field accessors */
-static unsigned e_klen(const rm_entry *e) { return e->buf[0]; }
-static size_t e_vlen(const rm_entry *e) { return (size_t)get_le(e->buf + 1, 3); }
-static const uint8_t *e_key(const rm_entry *e) { return e->buf + 5; }
-static const uint8_t *e_val(const rm_entry *e) { return e->buf + 5 + e_klen(e); }
-static const uint8_t *e_nkh(const rm_entry *e) { return e->buf + 5 + e_klen(e) + e_vlen(e); }
-static int64_t e_version(const rm_entry *e) { return (int64_t)get_le(e_nkh(e) + 32, 8); }
-static void e_kh(const rm_entry *e, uint8_t out[32])
+static unsigned
+e_klen(const rm_entry *e)
+{
+    return e->buf[0];
+}
+static size_t
+e_vlen(const rm_entry *e)
+{
+    return (size_t)get_le(e->buf + 1, 3);
+}
+static const uint8_t *
+e_key(const rm_entry *e)
+{
+    return e->buf + 5;
+}
+static const uint8_t *
+e_val(const rm_entry *e)
+{
+    return e->buf + 5 + e_klen(e);
+}
+static const uint8_t *
+e_nkh(const rm_entry *e)
+{
+    return e->buf + 5 + e_klen(e) + e_vlen(e);
+}
+static int64_t
+e_version(const rm_entry *e)
+{
+    return (int64_t)get_le(e_nkh(e) + 32, 8);
+}
+static void
+e_kh(const rm_entry *e, uint8_t out[32])
 {
     rm_key_hash(e_key(e), e_klen(e), e_vlen(e) == 0, out);
 }
 
-static void *xrealloc(void *p, size_t n)
+static void *
+xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n);
     if (q == NULL) {
@@ -256,13 +299,15 @@ static void *xrealloc(void *p, size_t n)
     return q;
 }
 
-static void print_hex(FILE *f, const uint8_t *p, size_t n)
+static void
+print_hex(FILE *f, const uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         fprintf(f, "%02x", p[i]);
 }
 
-static void trace_entry(FILE *f, unsigned shard, uint64_t sn, const rm_entry *e)
+static void
+trace_entry(FILE *f, unsigned shard, uint64_t sn, const rm_entry *e)
 {
     fprintf(f, "%llu %u %llu %s %llu ", (unsigned long long)e->height, shard,
             (unsigned long long)sn, e->kind, (unsigned long long)e->pos);
@@ -274,9 +319,9 @@ static void trace_entry(FILE *f, unsigned shard, uint64_t sn, const rm_entry *e)
 
 /* Appends an entry to shard s; sets its active flag and clears those of its DSNs.
  * Returns its SN. */
-static uint64_t append(rm *m, unsigned s, const uint8_t *key, size_t kl, const uint8_t *val,
-                       size_t vl, const uint8_t nkh[32], int64_t version,
-                       const uint64_t *dsn, size_t ndsn, const char *kind)
+static uint64_t
+append(rm *m, unsigned s, const uint8_t *key, size_t kl, const uint8_t *val, size_t vl,
+       const uint8_t nkh[32], int64_t version, const uint64_t *dsn, size_t ndsn, const char *kind)
 {
     rm_shard_t *sh = &m->sh[s];
     if (sh->n == sh->cap) {
@@ -310,7 +355,8 @@ static uint64_t append(rm *m, unsigned s, const uint8_t *key, size_t kl, const u
 }
 
 /* lower bound of kh in the live index */
-static size_t live_lb(const rm_shard_t *sh, const uint8_t kh[32])
+static size_t
+live_lb(const rm_shard_t *sh, const uint8_t kh[32])
 {
     size_t lo = 0, hi = sh->nlive;
     while (lo < hi) {
@@ -323,7 +369,8 @@ static size_t live_lb(const rm_shard_t *sh, const uint8_t kh[32])
     return lo;
 }
 
-static void live_insert(rm_shard_t *sh, size_t at, const uint8_t kh[32], uint64_t sn)
+static void
+live_insert(rm_shard_t *sh, size_t at, const uint8_t kh[32], uint64_t sn)
 {
     if (sh->nlive == sh->caplive) {
         sh->caplive = sh->caplive ? sh->caplive * 2 : 8192;
@@ -335,13 +382,15 @@ static void live_insert(rm_shard_t *sh, size_t at, const uint8_t kh[32], uint64_
     sh->nlive++;
 }
 
-static void live_remove(rm_shard_t *sh, size_t at)
+static void
+live_remove(rm_shard_t *sh, size_t at)
 {
     memmove(&sh->live[at], &sh->live[at + 1], (sh->nlive - at - 1) * sizeof *sh->live);
     sh->nlive--;
 }
 
-rm *rm_new(uint64_t compact_thres, uint32_t utilization_ratio, uint32_t utilization_div)
+rm *
+rm_new(uint64_t compact_thres, uint32_t utilization_ratio, uint32_t utilization_div)
 {
     if (utilization_div == 0)
         return NULL;
@@ -363,7 +412,8 @@ rm *rm_new(uint64_t compact_thres, uint32_t utilization_ratio, uint32_t utilizat
     return m;
 }
 
-void rm_free(rm *m)
+void
+rm_free(rm *m)
 {
     if (m == NULL)
         return;
@@ -385,21 +435,31 @@ void rm_free(rm *m)
     free(m);
 }
 
-void rm_set_trace(rm *m, FILE *f) { m->trace = f; }
+void
+rm_set_trace(rm *m, FILE *f)
+{
+    m->trace = f;
+}
 
-void rm_set_scratch(rm *m, int scratch) { m->scratch = scratch; }
+void
+rm_set_scratch(rm *m, int scratch)
+{
+    m->scratch = scratch;
+}
 
 /* ------------------------------------------------------------------------------------ */
 /* operations                                                                            */
 
-static int compactible(const rm *m, const rm_shard_t *sh)
+static int
+compactible(const rm *m, const rm_shard_t *sh)
 {
     uint64_t live = sh->nlive;
     uint64_t span = sh->n - sh->sn_start;
     return live >= m->thres && live * m->div <= span * m->ratio;
 }
 
-static void compact_step(rm *m, unsigned s)
+static void
+compact_step(rm *m, unsigned s)
 {
     rm_shard_t *sh = &m->sh[s];
     uint64_t c = sh->sn_start;
@@ -433,7 +493,8 @@ static void compact_step(rm *m, unsigned s)
 }
 
 /* Applies one surviving operation of transaction `version` to shard s. */
-static void apply_op(rm *m, unsigned s, const rm_op *op, int64_t version)
+static void
+apply_op(rm *m, unsigned s, const rm_op *op, int64_t version)
 {
     rm_shard_t *sh = &m->sh[s];
     size_t at = live_lb(sh, op->kh);
@@ -444,8 +505,8 @@ static void apply_op(rm *m, unsigned s, const rm_op *op, int64_t version)
         uint8_t nkh[32];
         memcpy(nkh, e_nkh(e), 32);
         uint64_t dsn[1] = {sh->live[at].sn};
-        uint64_t nsn = append(m, s, op->key, op->kl, op->val, op->vl, nkh, version, dsn, 1,
-                              "update");
+        uint64_t nsn =
+            append(m, s, op->key, op->kl, op->val, op->vl, nkh, version, dsn, 1, "update");
         sh->live[at].sn = nsn;
         if (compactible(m, sh))
             compact_step(m, s);
@@ -459,8 +520,8 @@ static void apply_op(rm *m, unsigned s, const rm_op *op, int64_t version)
         const rm_entry *p = &sh->ents[psn];
         uint8_t pnkh[32];
         memcpy(pnkh, e_nkh(p), 32);
-        uint64_t nsn = append(m, s, op->key, op->kl, op->val, op->vl, pnkh, version, NULL, 0,
-                              "create");
+        uint64_t nsn =
+            append(m, s, op->key, op->kl, op->val, op->vl, pnkh, version, NULL, 0, "create");
         p = &sh->ents[psn]; /* append may have moved the array */
         size_t pkl = e_klen(p), pvl = e_vlen(p);
         uint8_t pkey[255];
@@ -468,8 +529,7 @@ static void apply_op(rm *m, unsigned s, const rm_op *op, int64_t version)
         uint8_t *pval = xrealloc(NULL, pvl ? pvl : 1);
         memcpy(pval, e_val(p), pvl);
         uint64_t dsn[1] = {psn};
-        uint64_t npsn = append(m, s, pkey, pkl, pval, pvl, op->kh, version, dsn, 1,
-                               "create-pred");
+        uint64_t npsn = append(m, s, pkey, pkl, pval, pvl, op->kh, version, dsn, 1, "create-pred");
         free(pval);
         sh->live[at - 1].sn = npsn;
         live_insert(sh, at, op->kh, nsn);
@@ -489,8 +549,7 @@ static void apply_op(rm *m, unsigned s, const rm_op *op, int64_t version)
         uint8_t *pval = xrealloc(NULL, pvl ? pvl : 1);
         memcpy(pval, e_val(p), pvl);
         uint64_t dsn[2] = {dsn_d, psn};
-        uint64_t npsn = append(m, s, pkey, pkl, pval, pvl, dnkh, version, dsn, 2,
-                               "delete-pred");
+        uint64_t npsn = append(m, s, pkey, pkl, pval, pvl, dnkh, version, dsn, 2, "delete-pred");
         free(pval);
         sh->live[at - 1].sn = npsn;
         live_remove(sh, at);
@@ -498,14 +557,16 @@ static void apply_op(rm *m, unsigned s, const rm_op *op, int64_t version)
     /* delete of an absent key: nothing */
 }
 
-static int op_cmp(const void *a, const void *b)
+static int
+op_cmp(const void *a, const void *b)
 {
     const rm_op *x = a, *y = b;
     return memcmp(x->kh, y->kh, 32);
 }
 
 /* Applies the queued ops of the current transaction and clears the queue. */
-static void flush_tx(rm *m)
+static void
+flush_tx(rm *m)
 {
     int64_t version = (int64_t)((m->cur_height << 24) + m->tx);
     /* last op wins: keep, for each key, only its last occurrence (O(n^2) on purpose) */
@@ -531,7 +592,8 @@ static void flush_tx(rm *m)
     m->nops = 0;
 }
 
-int rm_begin_block(rm *m, uint64_t height)
+int
+rm_begin_block(rm *m, uint64_t height)
 {
     if (m->in_block || height != m->height + 1)
         return -1;
@@ -543,7 +605,8 @@ int rm_begin_block(rm *m, uint64_t height)
     return 0;
 }
 
-void rm_tx(rm *m)
+void
+rm_tx(rm *m)
 {
     if (!m->in_block)
         return;
@@ -551,7 +614,8 @@ void rm_tx(rm *m)
     m->tx++;
 }
 
-static int queue(rm *m, const void *key, size_t kl, const void *val, size_t vl, int is_put)
+static int
+queue(rm *m, const void *key, size_t kl, const void *val, size_t vl, int is_put)
 {
     if (!m->in_block || kl == 0 || kl > 255)
         return -1;
@@ -576,14 +640,20 @@ static int queue(rm *m, const void *key, size_t kl, const void *val, size_t vl, 
     return 0;
 }
 
-int rm_put(rm *m, const void *key, size_t kl, const void *val, size_t vl)
+int
+rm_put(rm *m, const void *key, size_t kl, const void *val, size_t vl)
 {
     return queue(m, key, kl, val, vl, 1);
 }
 
-int rm_del(rm *m, const void *key, size_t kl) { return queue(m, key, kl, NULL, 0, 0); }
+int
+rm_del(rm *m, const void *key, size_t kl)
+{
+    return queue(m, key, kl, NULL, 0, 0);
+}
 
-int rm_commit(rm *m, uint8_t root[32])
+int
+rm_commit(rm *m, uint8_t root[32])
 {
     if (!m->in_block)
         return -1;
@@ -595,9 +665,14 @@ int rm_commit(rm *m, uint8_t root[32])
     return 0;
 }
 
-uint64_t rm_height(const rm *m) { return m->height; }
+uint64_t
+rm_height(const rm *m)
+{
+    return m->height;
+}
 
-int rm_get(const rm *m, const void *key, size_t kl, const uint8_t **val, size_t *vlen)
+int
+rm_get(const rm *m, const void *key, size_t kl, const uint8_t **val, size_t *vlen)
 {
     uint8_t kh[32];
     if (kl == 0)
@@ -623,8 +698,8 @@ int rm_get(const rm *m, const void *key, size_t kl, const uint8_t **val, size_t 
 /* roots, from scratch                                                                   */
 
 /* Left root of twig t of shard sh: 11-level tree over 2048 leaves (null-padded). */
-static void left_root(const rm_shard_t *sh, uint64_t t, const uint8_t null_leaf[32],
-                      uint8_t out[32])
+static void
+left_root(const rm_shard_t *sh, uint64_t t, const uint8_t null_leaf[32], uint8_t out[32])
 {
     static uint8_t nodes[RM_TWIG_LEAVES][32];
     uint64_t base = t << RM_TWIG_BITS;
@@ -640,8 +715,8 @@ static void left_root(const rm_shard_t *sh, uint64_t t, const uint8_t null_leaf[
 }
 
 /* Root of twig t of shard sh: left root + ActiveBits as they stand now. */
-static void twig_root(rm *m, rm_shard_t *sh, uint64_t t, const uint8_t null_leaf[32],
-                      uint8_t out[32])
+static void
+twig_root(rm *m, rm_shard_t *sh, uint64_t t, const uint8_t null_leaf[32], uint8_t out[32])
 {
     uint8_t bits[256] = {0}, left[32];
     uint64_t base = t << RM_TWIG_BITS;
@@ -670,7 +745,8 @@ static void twig_root(rm *m, rm_shard_t *sh, uint64_t t, const uint8_t null_leaf
     rm_twig_root_from(left, bits, out);
 }
 
-void rm_shard_root(rm *m, unsigned shard, uint8_t out[32])
+void
+rm_shard_root(rm *m, unsigned shard, uint8_t out[32])
 {
     rm_shard_t *sh = &m->sh[shard];
     uint64_t y = sh->n >> RM_TWIG_BITS; /* youngest twig id, >= 2 thanks to the sentries */
@@ -698,7 +774,8 @@ void rm_shard_root(rm *m, unsigned shard, uint8_t out[32])
     free(lvl);
 }
 
-void rm_state_root(rm *m, uint8_t out[32])
+void
+rm_state_root(rm *m, uint8_t out[32])
 {
     uint8_t r[RM_SHARDS][32];
     for (unsigned s = 0; s < RM_SHARDS; s++)
@@ -712,13 +789,34 @@ void rm_state_root(rm *m, uint8_t out[32])
     memcpy(out, r[0], 32);
 }
 
-uint64_t rm_compactions(const rm *m) { return m->compactions; }
-uint64_t rm_next_sn(const rm *m, unsigned shard) { return m->sh[shard].n; }
-uint64_t rm_live(const rm *m, unsigned shard) { return m->sh[shard].nlive; }
-uint64_t rm_sn_start(const rm *m, unsigned shard) { return m->sh[shard].sn_start; }
-uint64_t rm_block_start_sn(const rm *m, unsigned shard) { return m->sh[shard].block_start_sn; }
+uint64_t
+rm_compactions(const rm *m)
+{
+    return m->compactions;
+}
+uint64_t
+rm_next_sn(const rm *m, unsigned shard)
+{
+    return m->sh[shard].n;
+}
+uint64_t
+rm_live(const rm *m, unsigned shard)
+{
+    return m->sh[shard].nlive;
+}
+uint64_t
+rm_sn_start(const rm *m, unsigned shard)
+{
+    return m->sh[shard].sn_start;
+}
+uint64_t
+rm_block_start_sn(const rm *m, unsigned shard)
+{
+    return m->sh[shard].block_start_sn;
+}
 
-void rm_dump_entries(const rm *m, unsigned shard, uint64_t from_sn, FILE *f)
+void
+rm_dump_entries(const rm *m, unsigned shard, uint64_t from_sn, FILE *f)
 {
     const rm_shard_t *sh = &m->sh[shard];
     for (uint64_t sn = from_sn; sn < sh->n; sn++) {

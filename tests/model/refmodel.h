@@ -42,8 +42,8 @@ void rm_h2(uint8_t tag, const uint8_t l[32], const uint8_t r[32], uint8_t out[32
  * out must hold roundup8(53 + kl + vl) + 8*ndsn bytes.
  */
 size_t rm_encode_entry(const uint8_t *key, size_t kl, const uint8_t *val, size_t vl,
-                       const uint8_t nkh[32], int64_t version, uint64_t sn,
-                       const uint64_t *dsn, size_t ndsn, uint8_t *out, uint8_t hash_out[32]);
+                       const uint8_t nkh[32], int64_t version, uint64_t sn, const uint64_t *dsn,
+                       size_t ndsn, uint8_t *out, uint8_t hash_out[32]);
 
 /** Hash of the null entry (the null leaf). */
 void rm_null_leaf(uint8_t out[32]);

@@ -41,7 +41,8 @@ static char g_dir[64];
 static char *g_log;
 static size_t g_log_len, g_log_cap;
 
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+static int
+rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb;
     (void)flag;
@@ -49,7 +50,8 @@ static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *
     return remove(path);
 }
 
-static void remove_tmpdir(void)
+static void
+remove_tmpdir(void)
 {
     if (g_dir[0])
         nftw(g_dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
@@ -57,7 +59,8 @@ static void remove_tmpdir(void)
 }
 
 static void log_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void log_printf(const char *fmt, ...)
+static void
+log_printf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -75,7 +78,8 @@ static void log_printf(const char *fmt, ...)
     g_log_len += (size_t)n;
 }
 
-static void log_hex(const uint8_t *p, size_t n)
+static void
+log_hex(const uint8_t *p, size_t n)
 {
     static const char d[] = "0123456789abcdef";
     if (g_log_len + 2 * n + 1 > g_log_cap) {
@@ -92,55 +96,58 @@ static void log_hex(const uint8_t *p, size_t n)
 }
 
 static void die(void) __attribute__((noreturn));
-static void die(void)
+static void
+die(void)
 {
     char path[128];
     snprintf(path, sizeof path, "/tmp/qmdb-model-fail-%" PRIu64 "-%s.ops", g_seed, g_cfg);
     FILE *f = fopen(path, "w");
     if (f) {
-        fprintf(f, "# seed %" PRIu64 " config %s (failure in block %" PRIu64 ")\n", g_seed,
-                g_cfg, g_height);
+        fprintf(f, "# seed %" PRIu64 " config %s (failure in block %" PRIu64 ")\n", g_seed, g_cfg,
+                g_height);
         if (g_log)
             fwrite(g_log, 1, g_log_len, f);
         fclose(f);
         fprintf(stderr, "op script so far written to %s\n", path);
     }
-    fprintf(stderr, "FAILED: seed %" PRIu64 " (rerun with QMDB_TEST_SEED=%" PRIu64
-                    "), config %s, block %" PRIu64 "\n",
+    fprintf(stderr,
+            "FAILED: seed %" PRIu64 " (rerun with QMDB_TEST_SEED=%" PRIu64
+            "), config %s, block %" PRIu64 "\n",
             g_seed, g_seed, g_cfg, g_height);
     remove_tmpdir();
     exit(1);
 }
 
-#define ASSERT(cond)                                                                       \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: ASSERT failed: %s\n", __FILE__, __LINE__, #cond);      \
-            die();                                                                         \
-        }                                                                                  \
+#define ASSERT(cond)                                                                  \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "%s:%d: ASSERT failed: %s\n", __FILE__, __LINE__, #cond); \
+            die();                                                                    \
+        }                                                                             \
     } while (0)
 
-#define ASSERT_EQ_INT(a, b)                                                                \
-    do {                                                                                   \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                \
-        if (a_ != b_) {                                                                    \
-            fprintf(stderr, "%s:%d: ASSERT %s == %s failed: %lld != %lld\n", __FILE__,     \
-                    __LINE__, #a, #b, a_, b_);                                             \
-            die();                                                                         \
-        }                                                                                  \
+#define ASSERT_EQ_INT(a, b)                                                                      \
+    do {                                                                                         \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                      \
+        if (a_ != b_) {                                                                          \
+            fprintf(stderr, "%s:%d: ASSERT %s == %s failed: %lld != %lld\n", __FILE__, __LINE__, \
+                    #a, #b, a_, b_);                                                             \
+            die();                                                                               \
+        }                                                                                        \
     } while (0)
 
-#define ASSERT_OK(call)                                                                    \
-    do {                                                                                   \
-        int rc_ = (call);                                                                  \
-        if (rc_ != QMDB_OK) {                                                              \
+#define ASSERT_OK(call)                                                                     \
+    do {                                                                                    \
+        int rc_ = (call);                                                                   \
+        if (rc_ != QMDB_OK) {                                                               \
             fprintf(stderr, "%s:%d: %s returned %d (%s)\n", __FILE__, __LINE__, #call, rc_, \
-                    qmdb_strerror(rc_));                                                   \
-            die();                                                                         \
-        }                                                                                  \
+                    qmdb_strerror(rc_));                                                    \
+            die();                                                                          \
+        }                                                                                   \
     } while (0)
 
-static void print_hash(FILE *f, const char *label, const uint8_t h[32])
+static void
+print_hash(FILE *f, const char *label, const uint8_t h[32])
 {
     fprintf(f, "%s", label);
     for (int i = 0; i < 32; i++)
@@ -152,7 +159,8 @@ static void print_hash(FILE *f, const char *label, const uint8_t h[32])
 
 static uint64_t g_rng;
 
-static uint64_t rnd(void)
+static uint64_t
+rnd(void)
 {
     uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -161,10 +169,19 @@ static uint64_t rnd(void)
 }
 
 /* uniform in [lo, hi] */
-static uint64_t rnd_range(uint64_t lo, uint64_t hi) { return lo + rnd() % (hi - lo + 1); }
-static int chance(unsigned percent) { return rnd() % 100 < percent; }
+static uint64_t
+rnd_range(uint64_t lo, uint64_t hi)
+{
+    return lo + rnd() % (hi - lo + 1);
+}
+static int
+chance(unsigned percent)
+{
+    return rnd() % 100 < percent;
+}
 
-static void rnd_bytes(uint8_t *p, size_t n)
+static void
+rnd_bytes(uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         p[i] = (uint8_t)rnd();
@@ -180,14 +197,16 @@ typedef struct {
 static key_t_ *g_pool;
 static size_t g_npool, g_cappool;
 
-static void new_key(key_t_ *k)
+static void
+new_key(key_t_ *k)
 {
     unsigned r = (unsigned)rnd_range(0, 99);
     k->kl = (uint8_t)(r < 5 ? 255 : r < 12 ? rnd_range(1, 3) : rnd_range(1, 64));
     rnd_bytes(k->k, k->kl);
 }
 
-static void pool_add(const key_t_ *k)
+static void
+pool_add(const key_t_ *k)
 {
     if (g_npool == g_cappool) {
         g_cappool = g_cappool ? g_cappool * 2 : 1024;
@@ -200,7 +219,8 @@ static void pool_add(const key_t_ *k)
 
 /* Picks a pool key whose presence in the model equals want_present; falls back to a fresh
  * key (absent) or any pool key. */
-static key_t_ pick_key(rm *m, int want_present)
+static key_t_
+pick_key(rm *m, int want_present)
 {
     key_t_ k;
     for (int tries = 0; tries < 32 && g_npool > 0; tries++) {
@@ -232,7 +252,7 @@ typedef struct {
     qmdb_db *db;
     qmdb_batch *b;
     rm *m;
-    size_t batch_ops;     /* accepted put/del calls in the current batch */
+    size_t batch_ops;      /* accepted put/del calls in the current batch */
     size_t batch_tx_calls; /* qmdb_batch_tx calls on the current batch */
     size_t ops_total;
     uint64_t compact_at_open;
@@ -242,7 +262,8 @@ typedef struct {
 
 static uint8_t g_val[5000];
 
-static void do_put(run *r, const key_t_ *k)
+static void
+do_put(run *r, const key_t_ *k)
 {
     size_t vl = chance(1) ? rnd_range(4000, 4200) : rnd_range(1, 100);
     rnd_bytes(g_val, vl);
@@ -257,7 +278,8 @@ static void do_put(run *r, const key_t_ *k)
     log_printf("\n");
 }
 
-static void do_del(run *r, const key_t_ *k)
+static void
+do_del(run *r, const key_t_ *k)
 {
     ASSERT_OK(qmdb_batch_del(r->b, k->k, k->kl));
     ASSERT_EQ_INT(rm_del(r->m, k->k, k->kl), 0);
@@ -271,7 +293,8 @@ static void do_del(run *r, const key_t_ *k)
 /* qmdb_batch_tx follows FORMAT.md §8: the first call of a batch, before any operation,
  * only names tx 0; every other call opens the next index (so tx, tx before the first op
  * leaves tx 0 empty, and it still counts for versions). */
-static void do_tx(run *r)
+static void
+do_tx(run *r)
 {
     ASSERT_OK(qmdb_batch_tx(r->b));
     if (r->batch_ops > 0 || r->batch_tx_calls > 0)
@@ -280,7 +303,8 @@ static void do_tx(run *r)
     log_printf("tx\n");
 }
 
-static void one_op(run *r, const config *c)
+static void
+one_op(run *r, const config *c)
 {
     unsigned total = c->w_create + c->w_update + c->w_del + c->w_del_absent + c->w_repeat;
     unsigned x = (unsigned)rnd_range(0, total - 1);
@@ -325,7 +349,8 @@ static void one_op(run *r, const config *c)
     }
 }
 
-static void check_get(run *r, const key_t_ *k)
+static void
+check_get(run *r, const key_t_ *k)
 {
     const uint8_t *mv = NULL;
     size_t mvl = 0, vl = 12345;
@@ -340,8 +365,8 @@ static void check_get(run *r, const key_t_ *k)
         return;
     }
     if (rc != QMDB_OK || vl != mvl || memcmp(buf, mv, mvl) != 0) {
-        fprintf(stderr, "qmdb_get (key len %u) returned %d vlen %zu, model vlen %zu\n", k->kl,
-                rc, vl, mvl);
+        fprintf(stderr, "qmdb_get (key len %u) returned %d vlen %zu, model vlen %zu\n", k->kl, rc,
+                vl, mvl);
         die();
     }
     if (mvl > 1) { /* a too-small buffer reports the needed length */
@@ -352,7 +377,8 @@ static void check_get(run *r, const key_t_ *k)
     }
 }
 
-static void check_sample(run *r, unsigned n)
+static void
+check_sample(run *r, unsigned n)
 {
     for (unsigned i = 0; i < n && g_npool > 0; i++)
         check_get(r, &g_pool[rnd() % g_npool]);
@@ -361,7 +387,8 @@ static void check_sample(run *r, unsigned n)
     check_get(r, &k);
 }
 
-static void check_stats(run *r)
+static void
+check_stats(run *r)
 {
     qmdb_stats st = QMDB_STATS_INIT;
     ASSERT_OK(qmdb_stat(r->db, &st));
@@ -378,7 +405,8 @@ static void check_stats(run *r)
 }
 
 /* On a root mismatch: print the first differing shard and the model's entries of it. */
-static void explain_mismatch(run *r, const uint8_t got[32], const uint8_t want[32])
+static void
+explain_mismatch(run *r, const uint8_t got[32], const uint8_t want[32])
 {
     fprintf(stderr, "state root mismatch at height %" PRIu64 "\n", g_height);
     print_hash(stderr, "  engine: ", got);
@@ -391,9 +419,10 @@ static void explain_mismatch(run *r, const uint8_t got[32], const uint8_t want[3
             fprintf(stderr, "first differing shard: %u (qmdb_shard_root rc %d)\n", s, rc);
             print_hash(stderr, "  engine shard root: ", es);
             print_hash(stderr, "  model shard root:  ", ms);
-            fprintf(stderr, "  model: next_sn %" PRIu64 " live %" PRIu64 " sn_start %" PRIu64
-                            "; entries appended in this block (height shard sn kind "
-                            "file_pos hash hex):\n",
+            fprintf(stderr,
+                    "  model: next_sn %" PRIu64 " live %" PRIu64 " sn_start %" PRIu64
+                    "; entries appended in this block (height shard sn kind "
+                    "file_pos hash hex):\n",
                     rm_next_sn(r->m, s), rm_live(r->m, s), rm_sn_start(r->m, s));
             rm_dump_entries(r->m, s, rm_block_start_sn(r->m, s), stderr);
             break;
@@ -401,7 +430,8 @@ static void explain_mismatch(run *r, const uint8_t got[32], const uint8_t want[3
     }
 }
 
-static void commit_block(run *r, uint64_t h)
+static void
+commit_block(run *r, uint64_t h)
 {
     uint8_t got[32], want[32], again[32];
     int rc = qmdb_commit(r->db, h, r->b, got);
@@ -429,7 +459,8 @@ static void commit_block(run *r, uint64_t h)
     memcpy(r->roots[h], want, 32);
 }
 
-static void reopen(run *r)
+static void
+reopen(run *r)
 {
     static unsigned nreopen;
     ASSERT_OK(qmdb_close(r->db));
@@ -458,7 +489,8 @@ static void reopen(run *r)
     ASSERT(memcmp(root, r->roots[rm_height(r->m)], 32) == 0);
 }
 
-static int run_config(const config *c, size_t ops_target)
+static int
+run_config(const config *c, size_t ops_target)
 {
     run r;
     memset(&r, 0, sizeof r);
@@ -470,8 +502,8 @@ static int run_config(const config *c, size_t ops_target)
         g_log[0] = 0;
     snprintf(g_dir, sizeof g_dir, "/tmp/qmdb-model-XXXXXX");
     ASSERT(mkdtemp(g_dir) != NULL);
-    log_printf("# qmdb init --compact-thres %" PRIu64 " --utilization %u/%u\n", c->thres,
-               c->ratio, c->div);
+    log_printf("# qmdb init --compact-thres %" PRIu64 " --utilization %u/%u\n", c->thres, c->ratio,
+               c->div);
 
     qmdb_options opt;
     qmdb_options_init(&opt);
@@ -586,8 +618,8 @@ static int run_config(const config *c, size_t ops_target)
     uint64_t entries = 0;
     for (unsigned s = 0; s < RM_SHARDS; s++)
         entries += rm_next_sn(r.m, s) - RM_SENTRIES_PER_SHARD;
-    printf("  %-14s %zu ops, %" PRIu64 " blocks, %u reopens, %" PRIu64
-           " entries appended, %" PRIu64 " compaction steps, %zu keys checked at end\n",
+    printf("  %-14s %zu ops, %" PRIu64 " blocks, %u reopens, %" PRIu64 " entries appended, %" PRIu64
+           " compaction steps, %zu keys checked at end\n",
            c->name, r.ops_total, h, reopens, entries, comp, g_npool);
 
     qmdb_batch_free(r.b);
@@ -598,7 +630,8 @@ static int run_config(const config *c, size_t ops_target)
     return 0;
 }
 
-int main(void)
+int
+main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *s = getenv("QMDB_TEST_SEED");

@@ -20,26 +20,27 @@
 
 static int failures;
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
-            failures++;                                                                    \
-        }                                                                                  \
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            failures++;                                                              \
+        }                                                                            \
     } while (0)
 
-#define CHECK_HEX(got32, want_hex)                                                         \
-    do {                                                                                   \
-        char got_hex_[65];                                                                 \
-        to_hex((got32), 32, got_hex_);                                                     \
-        if (strcmp(got_hex_, (want_hex)) != 0) {                                           \
-            fprintf(stderr, "%s:%d: %s\n   got  %s\n   want %s\n", __FILE__, __LINE__,     \
-                    #got32, got_hex_, (want_hex));                                         \
-            failures++;                                                                    \
-        }                                                                                  \
+#define CHECK_HEX(got32, want_hex)                                                             \
+    do {                                                                                       \
+        char got_hex_[65];                                                                     \
+        to_hex((got32), 32, got_hex_);                                                         \
+        if (strcmp(got_hex_, (want_hex)) != 0) {                                               \
+            fprintf(stderr, "%s:%d: %s\n   got  %s\n   want %s\n", __FILE__, __LINE__, #got32, \
+                    got_hex_, (want_hex));                                                     \
+            failures++;                                                                        \
+        }                                                                                      \
     } while (0)
 
-static void to_hex(const uint8_t *p, size_t n, char *out)
+static void
+to_hex(const uint8_t *p, size_t n, char *out)
 {
     static const char d[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) {
@@ -49,7 +50,8 @@ static void to_hex(const uint8_t *p, size_t n, char *out)
     out[2 * n] = 0;
 }
 
-static int hexval(int c)
+static int
+hexval(int c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -61,7 +63,8 @@ static int hexval(int c)
 }
 
 /* Decodes hex of length n (even) into out. Returns byte count or -1. */
-static long from_hex(const char *s, size_t n, uint8_t *out)
+static long
+from_hex(const char *s, size_t n, uint8_t *out)
 {
     if (n % 2)
         return -1;
@@ -74,7 +77,8 @@ static long from_hex(const char *s, size_t n, uint8_t *out)
     return (long)(n / 2);
 }
 
-static char *read_file(const char *name)
+static char *
+read_file(const char *name)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", QMDB_VECTORS_DIR, name);
@@ -99,7 +103,8 @@ static char *read_file(const char *name)
 /* ------------------------------------------------------------------------------------ */
 /* vectors.json values (copied here as known answers)                                   */
 
-static void test_primitives(void)
+static void
+test_primitives(void)
 {
     /* upstream's test_hash2 hashes unpadded 5-byte inputs: SHA256(8 || "hello" || "world").
      * rm_h2 takes 32-byte halves, so check the tag||L||R construction with the generic
@@ -171,8 +176,8 @@ static void test_primitives(void)
     char hex[513];
     memset(nkh, 0xab, 32);
     const uint64_t dsn[4] = {0xf1, 0xf2, 0xf3, 0xf4};
-    size_t n = rm_encode_entry((const uint8_t *)"key", 3, (const uint8_t *)"value", 5, nkh,
-                               12345, 99999, dsn, 4, buf, h);
+    size_t n = rm_encode_entry((const uint8_t *)"key", 3, (const uint8_t *)"value", 5, nkh, 12345,
+                               99999, dsn, 4, buf, h);
     CHECK(n == 96);
     to_hex(buf, n, hex);
     CHECK(strcmp(hex, "03050000046b657976616c7565ababababababababababababababababababab"
@@ -198,7 +203,8 @@ static void test_primitives(void)
 /* ------------------------------------------------------------------------------------ */
 /* genesis                                                                               */
 
-static void test_genesis(void)
+static void
+test_genesis(void)
 {
     char *txt = read_file("genesis.txt");
     rm *m = rm_new(20000000, 7, 10);
@@ -238,8 +244,9 @@ static void test_genesis(void)
 
 /* Runs script `ops` on a fresh model and compares each commit line with `expected`.
  * Returns the number of commits checked. */
-static int run_script(const char *ops, const char *expected, uint64_t thres, uint32_t ratio,
-                      uint32_t div, int scratch, uint64_t *compactions)
+static int
+run_script(const char *ops, const char *expected, uint64_t thres, uint32_t ratio, uint32_t div,
+           int scratch, uint64_t *compactions)
 {
     char *script = read_file(ops);
     char *exp = read_file(expected);
@@ -307,8 +314,8 @@ static int run_script(const char *ops, const char *expected, uint64_t thres, uin
             to_hex(root, 32, rhex);
             snprintf(got, sizeof got, "%llu %s", (unsigned long long)rm_height(m), rhex);
             if (eline == NULL || strcmp(got, eline) != 0) {
-                fprintf(stderr, "%s (%s) line %d:\n   got  %s\n   want %s\n", ops, expected,
-                        lineno, got, eline ? eline : "(nothing)");
+                fprintf(stderr, "%s (%s) line %d:\n   got  %s\n   want %s\n", ops, expected, lineno,
+                        got, eline ? eline : "(nothing)");
                 failures++;
             }
             commits++;
@@ -337,7 +344,8 @@ static int run_script(const char *ops, const char *expected, uint64_t thres, uin
 }
 
 /* rm_get / last-op-wins sanity, independent of the vectors. */
-static void test_semantics(void)
+static void
+test_semantics(void)
 {
     rm *m = rm_new(1, 1, 1);
     uint8_t root0[32], root1[32], root2[32];
@@ -379,7 +387,8 @@ static void test_semantics(void)
     rm_free(m);
 }
 
-int main(void)
+int
+main(void)
 {
     uint64_t c;
     test_primitives();
@@ -389,15 +398,14 @@ int main(void)
     CHECK(c == 0);
     CHECK(run_script("example.ops", "example-compact-1-1-1.expected", 1, 1, 1, 1, &c) == 4);
     CHECK(c > 0);
-    CHECK(run_script("random-small.ops", "random-small-compact-1.expected", 1, 7, 10, 1, &c) ==
-          25);
+    CHECK(run_script("random-small.ops", "random-small-compact-1.expected", 1, 7, 10, 1, &c) == 25);
     CHECK(c == 0); /* README: too few entries for compaction to start at 7/10 */
-    CHECK(run_script("random-small.ops", "random-small-compact-1-1-1.expected", 1, 1, 1, 1,
-                     &c) == 25);
+    CHECK(run_script("random-small.ops", "random-small-compact-1-1-1.expected", 1, 1, 1, 1, &c) ==
+          25);
     CHECK(c > 0);
     /* the full-twig memo used by the differential test gives the same roots */
-    CHECK(run_script("random-small.ops", "random-small-compact-1-1-1.expected", 1, 1, 1, 0,
-                     &c) == 25);
+    CHECK(run_script("random-small.ops", "random-small-compact-1-1-1.expected", 1, 1, 1, 0, &c) ==
+          25);
     if (failures) {
         fprintf(stderr, "test_refmodel: %d failure(s)\n", failures);
         return 1;

@@ -39,13 +39,16 @@
  * after the first tenth of the run (three, or one, when there are fewer than ten, or six,
  * samples), the end figure the median of the last five; growth = end / start - 1.
  */
+#include "qmdb.h"
+
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -55,11 +58,8 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "qmdb.h"
 
 /* ---- configuration ------------------------------------------------------------------- */
 
@@ -70,19 +70,26 @@ static struct {
     uint64_t seed;
     uint32_t nkeys;
     unsigned readers;
-    double rate;          /* blocks per second per writer (cap) */
+    double rate;                 /* blocks per second per writer (cap) */
     unsigned kill_min, kill_max; /* seconds */
     unsigned read_pause_us;
     uint64_t rss_blocks;
     uint64_t history;
 } cfg = {
-    .minutes = 30, .nkeys = 100000, .readers = 2, .rate = 30, .kill_min = 10, .kill_max = 60,
-    .read_pause_us = 300, .rss_blocks = 200, .history = 400,
+    .minutes = 30,
+    .nkeys = 100000,
+    .readers = 2,
+    .rate = 30,
+    .kill_min = 10,
+    .kill_max = 60,
+    .read_pause_us = 300,
+    .rss_blocks = 200,
+    .history = 400,
 };
 
-#define PREFILL 10          /* blocks 1..PREFILL create every key */
-#define RING 6              /* writes remembered per key by the writer's readers */
-#define ABSENT_EXTRA 50     /* 1 key in 50 read lies beyond the key space (never exists) */
+#define PREFILL 10      /* blocks 1..PREFILL create every key */
+#define RING 6          /* writes remembered per key by the writer's readers */
+#define ABSENT_EXTRA 50 /* 1 key in 50 read lies beyond the key space (never exists) */
 #define MAXVAL 8192
 
 /* ---- deterministic workload ---------------------------------------------------------- */
@@ -111,7 +118,7 @@ rnext(rng *r)
  * A ring entry is a state at a height: a tag, or (height << 24) for a delete. */
 #define TAG(h, i) (((uint64_t)(h) << 24) | ((uint64_t)(i) << 1) | 1u)
 #define EHEIGHT(e) ((e) >> 24)
-#define ESTATE(e) (((e) & 1u) ? (e) : 0)
+#define ESTATE(e) (((e)&1u) ? (e) : 0)
 
 static size_t
 key_of(uint32_t ki, unsigned char *k)
@@ -321,9 +328,9 @@ typedef struct kring {
     uint8_t n;
 } kring;
 
-static uint64_t *cur;  /* model: state of every key (parent: at the verified height;
-                          writer: at the latest generated block) */
-static kring *rings;   /* writer only */
+static uint64_t *cur; /* model: state of every key (parent: at the verified height;
+                         writer: at the latest generated block) */
+static kring *rings;  /* writer only */
 static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t started; /* under ring_mu: highest block handed (or being handed) to qmdb */
 static _Atomic uint64_t published; /* highest block whose submit/commit has returned */
@@ -333,8 +340,7 @@ static int report_fd = -1;
 static qmdb_db *wdb;
 static _Atomic uint64_t r_checked, r_unchecked, r_bad;
 
-static void
-report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void
 report(const char *fmt, ...)
@@ -389,8 +395,7 @@ legal(uint32_t ki, uint64_t obs, uint64_t v0, uint64_t v1, uint64_t *lo, uint64_
     int found = 0;
     for (int i = base; i < k->n && (i == base || EHEIGHT(k->e[i]) <= v1); i++) {
         uint64_t from = i == base ? v0 : EHEIGHT(k->e[i]);
-        uint64_t to = (i + 1 < k->n && EHEIGHT(k->e[i + 1]) <= v1) ? EHEIGHT(k->e[i + 1]) - 1
-                                                                      : v1;
+        uint64_t to = (i + 1 < k->n && EHEIGHT(k->e[i + 1]) <= v1) ? EHEIGHT(k->e[i + 1]) - 1 : v1;
         if (ESTATE(k->e[i]) == obs) {
             if (!found)
                 *lo = from;
@@ -432,8 +437,8 @@ reader_main(void *arg)
             rd[0].rc = qmdb_get(wdb, rd[0].key, rd[0].klen, rd[0].buf, rd[0].cap, &rd[0].vlen);
             break;
         case 1:
-            rd[0].rc = qmdb_get_committed(wdb, rd[0].key, rd[0].klen, rd[0].buf, rd[0].cap,
-                                          &rd[0].vlen);
+            rd[0].rc =
+                qmdb_get_committed(wdb, rd[0].key, rd[0].klen, rd[0].buf, rd[0].cap, &rd[0].vlen);
             break;
         case 2:
             rc = qmdb_get_many(wdb, rd, n);
@@ -455,8 +460,8 @@ reader_main(void *arg)
         uint64_t all_lo = v0, all_hi = v1;
         for (size_t i = 0; i < n; i++) {
             uint64_t obs = rd[i].rc == QMDB_NOTFOUND ? 0
-                           : rd[i].rc == 0 ? decode_value(kis[i], rd[i].buf, rd[i].vlen)
-                                           : UINT64_MAX;
+                           : rd[i].rc == 0           ? decode_value(kis[i], rd[i].buf, rd[i].vlen)
+                                                     : UINT64_MAX;
             uint64_t lo = 0, hi = 0;
             int ok = obs == UINT64_MAX ? 0 : legal(kis[i], obs, v0, v1, &lo, &hi);
             if (ok < 0) {
@@ -480,8 +485,10 @@ reader_main(void *arg)
         if (kind == 3 && all_lo > all_hi) {
             atomic_fetch_add(&r_bad, 1);
             report("X\n");
-            fprintf(stderr, "soak writer: qmdb_get_many_committed: %zu keys do not share one "
-                    "height in [%" PRIu64 ", %" PRIu64 "]\n", n, v0, v1);
+            fprintf(stderr,
+                    "soak writer: qmdb_get_many_committed: %zu keys do not share one "
+                    "height in [%" PRIu64 ", %" PRIu64 "]\n",
+                    n, v0, v1);
         }
         pthread_mutex_unlock(&ring_mu);
         if (cfg.read_pause_us)
@@ -513,8 +520,8 @@ report_stats(uint64_t nblocks)
     qmdb_stats st = QMDB_STATS_INIT;
     memset(&st, 0, sizeof(st));
     qmdb_stat(wdb, &st);
-    report("M %" PRIu64 " %ld %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", nblocks,
-           rss_kb(), st.pruned_twigs, st.compactions, st.ssd_bytes, st.live_entries);
+    report("M %" PRIu64 " %ld %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", nblocks, rss_kb(),
+           st.pruned_twigs, st.compactions, st.ssd_bytes, st.live_entries);
     report("S %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", atomic_load(&r_checked),
            atomic_load(&r_unchecked), atomic_load(&r_bad));
 }
@@ -522,8 +529,7 @@ report_stats(uint64_t nblocks)
 /* Runs one writer incarnation; never returns. cur holds the state at `expect` (the height
  * the supervisor verified). */
 static void
-writer_main(int fd, uint64_t expect, uint32_t indexer, bool use_commit, bool fast,
-            uint64_t wseed)
+writer_main(int fd, uint64_t expect, uint32_t indexer, bool use_commit, bool fast, uint64_t wseed)
 {
     report_fd = fd;
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -664,11 +670,11 @@ writer_main(int fd, uint64_t expect, uint32_t indexer, bool use_commit, bool fas
 
 /* ---- the supervisor ------------------------------------------------------------------ */
 
-static uint64_t model_h;                 /* cur is the state at model_h */
-static unsigned char (*roots)[32];       /* reported roots, by height */
-static uint8_t *known;                   /* known[h]: roots[h] was reported */
+static uint64_t model_h;           /* cur is the state at model_h */
+static unsigned char (*roots)[32]; /* reported roots, by height */
+static uint8_t *known;             /* known[h]: roots[h] was reported */
 static uint64_t roots_cap;
-static uint64_t last_ok;                 /* highest height reported durable */
+static uint64_t last_ok; /* highest height reported durable */
 static uint64_t s_rng;
 static volatile sig_atomic_t interrupted;
 
@@ -682,7 +688,7 @@ static struct {
 typedef struct inc_info {
     uint32_t indexer;
     double t_open;
-    long warm_kb;     /* -1: killed before the warm sample */
+    long warm_kb; /* -1: killed before the warm sample */
     long last_kb;
     uint64_t last_blocks;
     uint64_t open_h;
@@ -713,8 +719,10 @@ root_store(uint64_t h, const unsigned char *r, const char *who)
         roots_cap = nc;
     }
     if (known[h] && memcmp(roots[h], r, 32) != 0) {
-        fprintf(stderr, "soak: ROOT MISMATCH: %s root of height %" PRIu64
-                " differs from the one reported before\n", who, h);
+        fprintf(stderr,
+                "soak: ROOT MISMATCH: %s root of height %" PRIu64
+                " differs from the one reported before\n",
+                who, h);
         tot.root_mismatch++;
         return;
     }
@@ -762,8 +770,8 @@ verify(bool final)
     }
     uint64_t H = qmdb_height(db);
     if (H < last_ok) {
-        fprintf(stderr, "soak: LOST BLOCKS: recovered height %" PRIu64 " < reported %" PRIu64
-                "\n", H, last_ok);
+        fprintf(stderr, "soak: LOST BLOCKS: recovered height %" PRIu64 " < reported %" PRIu64 "\n",
+                H, last_ok);
         tot.lost += last_ok - H;
     }
     if (H < model_h) {
@@ -814,9 +822,10 @@ verify(bool final)
             rc = qmdb_get(db, kb[64], key_of(ki, kb[64]), buf[64], MAXVAL, &vl);
             tot.reads_verify++;
             if (!value_ok(ki, rc, buf[64], vl)) {
-                fprintf(stderr, "soak: VALUE MISMATCH: key %u at height %" PRIu64
-                        ": rc %d, vlen %zu, model %#" PRIx64 "\n", ki, H, rc, vl,
-                        ki < cfg.nkeys ? cur[ki] : 0);
+                fprintf(stderr,
+                        "soak: VALUE MISMATCH: key %u at height %" PRIu64
+                        ": rc %d, vlen %zu, model %#" PRIx64 "\n",
+                        ki, H, rc, vl, ki < cfg.nkeys ? cur[ki] : 0);
                 tot.value_mismatch++;
             }
             continue;
@@ -828,8 +837,10 @@ verify(bool final)
             for (size_t j = 0; j < nrd; j++) {
                 tot.reads_verify++;
                 if (rc || !value_ok(kis[j], rd[j].rc, rd[j].buf, rd[j].vlen)) {
-                    fprintf(stderr, "soak: VALUE MISMATCH (get_many): key %u at height %" PRIu64
-                            ": rc %d/%d, vlen %zu\n", kis[j], H, rc, rd[j].rc, rd[j].vlen);
+                    fprintf(stderr,
+                            "soak: VALUE MISMATCH (get_many): key %u at height %" PRIu64
+                            ": rc %d/%d, vlen %zu\n",
+                            kis[j], H, rc, rd[j].rc, rd[j].vlen);
                     tot.value_mismatch++;
                 }
             }
@@ -841,8 +852,8 @@ verify(bool final)
         for (size_t j = 0; j < nrd; j++) {
             tot.reads_verify++;
             if (rc || !value_ok(kis[j], rd[j].rc, rd[j].buf, rd[j].vlen)) {
-                fprintf(stderr, "soak: VALUE MISMATCH (get_many): key %u at height %" PRIu64
-                        "\n", kis[j], H);
+                fprintf(stderr, "soak: VALUE MISMATCH (get_many): key %u at height %" PRIu64 "\n",
+                        kis[j], H);
                 tot.value_mismatch++;
             }
         }
@@ -1050,13 +1061,12 @@ run_incarnation(double t0, double t_end)
     }
     fprintf(stderr,
             "[soak] writer %" PRIu64 ": %s indexer, %s, %s open at %" PRIu64 ", %.0f s, %s at "
-            "%" PRIu64 "; RSS %ld kB (engine %ld kB) after %" PRIu64 " blocks, %ld kB after %" PRIu64
-            "\n",
+            "%" PRIu64 "; RSS %ld kB (engine %ld kB) after %" PRIu64
+            " blocks, %ld kB after %" PRIu64 "\n",
             tot.incarnations, indexer ? "hybrid" : "memory",
             use_commit ? "qmdb_commit" : "qmdb_submit+qmdb_wait", fast ? "fast" : "verifying",
             inc->open_h, now_s() - t0 - inc->t_open, how, last_ok, inc->warm_kb,
-            inc->warm_engine_kb, cfg.rss_blocks,
-            inc->last_kb, inc->last_blocks);
+            inc->warm_engine_kb, cfg.rss_blocks, inc->last_kb, inc->last_blocks);
 }
 
 static int
@@ -1111,29 +1121,56 @@ usage(const char *p)
 int
 main(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"minutes", 1, 0, 'm'},  {"dir", 1, 0, 'd'},      {"keep", 0, 0, 'k'},
-        {"seed", 1, 0, 's'},     {"keys", 1, 0, 'n'},     {"readers", 1, 0, 'r'},
-        {"rate", 1, 0, 'R'},     {"kill-min", 1, 0, 'a'}, {"kill-max", 1, 0, 'b'},
-        {"history", 1, 0, 'H'},  {"read-pause-us", 1, 0, 'p'}, {"rss-blocks", 1, 0, 'w'},
-        {"help", 0, 0, 'h'},     {0, 0, 0, 0}};
+    static const struct option lo[] = {{"minutes", 1, 0, 'm'},       {"dir", 1, 0, 'd'},
+                                       {"keep", 0, 0, 'k'},          {"seed", 1, 0, 's'},
+                                       {"keys", 1, 0, 'n'},          {"readers", 1, 0, 'r'},
+                                       {"rate", 1, 0, 'R'},          {"kill-min", 1, 0, 'a'},
+                                       {"kill-max", 1, 0, 'b'},      {"history", 1, 0, 'H'},
+                                       {"read-pause-us", 1, 0, 'p'}, {"rss-blocks", 1, 0, 'w'},
+                                       {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
     cfg.seed = (uint64_t)time(NULL);
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
-        case 'm': cfg.minutes = atof(optarg); break;
-        case 'd': snprintf(cfg.dir, sizeof(cfg.dir), "%s", optarg); break;
-        case 'k': cfg.keep = true; break;
-        case 's': cfg.seed = strtoull(optarg, NULL, 10); break;
-        case 'n': cfg.nkeys = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'r': cfg.readers = (unsigned)atoi(optarg); break;
-        case 'R': cfg.rate = atof(optarg); break;
-        case 'a': cfg.kill_min = (unsigned)atoi(optarg); break;
-        case 'b': cfg.kill_max = (unsigned)atoi(optarg); break;
-        case 'H': cfg.history = strtoull(optarg, NULL, 10); break;
-        case 'p': cfg.read_pause_us = (unsigned)atoi(optarg); break;
-        case 'w': cfg.rss_blocks = strtoull(optarg, NULL, 10); break;
-        default: usage(argv[0]); return 2;
+        case 'm':
+            cfg.minutes = atof(optarg);
+            break;
+        case 'd':
+            snprintf(cfg.dir, sizeof(cfg.dir), "%s", optarg);
+            break;
+        case 'k':
+            cfg.keep = true;
+            break;
+        case 's':
+            cfg.seed = strtoull(optarg, NULL, 10);
+            break;
+        case 'n':
+            cfg.nkeys = (uint32_t)strtoul(optarg, NULL, 10);
+            break;
+        case 'r':
+            cfg.readers = (unsigned)atoi(optarg);
+            break;
+        case 'R':
+            cfg.rate = atof(optarg);
+            break;
+        case 'a':
+            cfg.kill_min = (unsigned)atoi(optarg);
+            break;
+        case 'b':
+            cfg.kill_max = (unsigned)atoi(optarg);
+            break;
+        case 'H':
+            cfg.history = strtoull(optarg, NULL, 10);
+            break;
+        case 'p':
+            cfg.read_pause_us = (unsigned)atoi(optarg);
+            break;
+        case 'w':
+            cfg.rss_blocks = strtoull(optarg, NULL, 10);
+            break;
+        default:
+            usage(argv[0]);
+            return 2;
         }
     }
     if (cfg.minutes <= 0 || cfg.nkeys < 1000 || cfg.nkeys > (1u << 28) ||
@@ -1172,8 +1209,7 @@ main(int argc, char **argv)
     fill_options(&o, QMDB_INDEXER_MEMORY, 0);
     int rc = qmdb_create(cfg.dir, &o);
     if (rc) {
-        fprintf(stderr, "soak: create %s: %s: %s\n", cfg.dir, qmdb_strerror(rc),
-                qmdb_open_error());
+        fprintf(stderr, "soak: create %s: %s: %s\n", cfg.dir, qmdb_strerror(rc), qmdb_open_error());
         return 1;
     }
     fprintf(stderr,
@@ -1202,27 +1238,29 @@ main(int argc, char **argv)
         tot.check_problems = problems;
     }
 
-    printf("soak: %.1f min, seed %" PRIu64 ", %u keys, %u reader threads, dir %s\n",
-           elapsed / 60, cfg.seed, cfg.nkeys, cfg.readers, cfg.dir);
+    printf("soak: %.1f min, seed %" PRIu64 ", %u keys, %u reader threads, dir %s\n", elapsed / 60,
+           cfg.seed, cfg.nkeys, cfg.readers, cfg.dir);
     printf("blocks applied:        %" PRIu64 " (final height; %" PRIu64 " reported durable by "
-           "the writers, the others recovered after a kill before their report)\n", last_ok,
-           tot.blocks);
-    printf("writer incarnations:   %" PRIu64 " (%" PRIu64 " SIGKILLs, %" PRIu64
-           " clean stops)\n", tot.incarnations, tot.kills, tot.clean_stops);
+           "the writers, the others recovered after a kill before their report)\n",
+           last_ok, tot.blocks);
+    printf("writer incarnations:   %" PRIu64 " (%" PRIu64 " SIGKILLs, %" PRIu64 " clean stops)\n",
+           tot.incarnations, tot.kills, tot.clean_stops);
     printf("kills:                 %" PRIu64 "\n", tot.kills);
-    printf("reads checked:         %" PRIu64 " (%" PRIu64 " by reader threads during writes, %"
-           PRIu64 " after restarts; %" PRIu64 " not decidable)\n",
+    printf("reads checked:         %" PRIu64 " (%" PRIu64
+           " by reader threads during writes, %" PRIu64 " after restarts; %" PRIu64
+           " not decidable)\n",
            tot.reads_writer + tot.reads_verify, tot.reads_writer, tot.reads_verify,
            tot.reads_unchecked);
     printf("roots checked:         %" PRIu64 "\n", tot.roots_checked);
     printf("compactions:           %" PRIu64 ", pruned twigs %" PRIu64 ", db size %.1f MiB at "
-           "the end (largest %.1f MiB), live entries %" PRIu64 "\n", tot.compactions,
-           tot.pruned_twigs, (double)tot.ssd_last / 1048576.0, (double)tot.ssd_max / 1048576.0,
-           tot.live_last);
+           "the end (largest %.1f MiB), live entries %" PRIu64 "\n",
+           tot.compactions, tot.pruned_twigs, (double)tot.ssd_last / 1048576.0,
+           (double)tot.ssd_max / 1048576.0, tot.live_last);
     printf("lost blocks:           %" PRIu64 "\n", tot.lost);
     printf("root mismatches:       %" PRIu64 "\n", tot.root_mismatch);
-    printf("value mismatches:      %" PRIu64 " (after restarts %" PRIu64 ", reader threads %"
-           PRIu64 ")\n", tot.value_mismatch + tot.reads_bad, tot.value_mismatch, tot.reads_bad);
+    printf("value mismatches:      %" PRIu64 " (after restarts %" PRIu64 ", reader threads %" PRIu64
+           ")\n",
+           tot.value_mismatch + tot.reads_bad, tot.value_mismatch, tot.reads_bad);
     printf("writer/check errors:   %" PRIu64 ", qmdb_check problems %" PRIu64 "\n",
            tot.writer_errors, tot.check_problems);
     bool fail = tot.lost || tot.root_mismatch || tot.value_mismatch || tot.reads_bad ||
@@ -1253,8 +1291,8 @@ main(int argc, char **argv)
     if (best != SIZE_MAX)
         printf("longest incarnation:   %" PRIu64 " blocks (%s), RSS %ld kB after %" PRIu64
                " blocks, %ld kB at the end\n",
-               incs[best].last_blocks, incs[best].indexer ? "hybrid" : "memory",
-               incs[best].warm_kb, cfg.rss_blocks, incs[best].last_kb);
+               incs[best].last_blocks, incs[best].indexer ? "hybrid" : "memory", incs[best].warm_kb,
+               cfg.rss_blocks, incs[best].last_kb);
     printf("result:                %s\n", fail ? "FAIL" : "PASS");
     fflush(stdout);
     if (!cfg.keep)

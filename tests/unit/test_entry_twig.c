@@ -96,8 +96,9 @@ test_nulls(void)
     want_hex("\"null_twig_root\"", "hash", want, 32);
     CHECK_MEM(qm_null_node(12), want, 32);
     /* Heap node 2^k of the null left tree is at level 11-k. */
-    static const char *nodes[] = {"\"1\"", "\"2\"", "\"4\"", "\"8\"", "\"16\"", "\"32\"",
-                                  "\"64\"", "\"128\"", "\"256\"", "\"512\"", "\"1024\"", "\"2048\""};
+    static const char *nodes[] = {"\"1\"",   "\"2\"",   "\"4\"",    "\"8\"",
+                                  "\"16\"",  "\"32\"",  "\"64\"",   "\"128\"",
+                                  "\"256\"", "\"512\"", "\"1024\"", "\"2048\""};
     const char *sect = strstr(json, "\"null_left_tree_nodes\"");
     REQUIRE(sect);
     for (int k = 0; k < 12; k++) {

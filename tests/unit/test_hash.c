@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_hash.c -- SHA-256 backends (portable, SHA-NI) against OpenSSL; H2 and its batch form. */
-#include <openssl/sha.h>
-
 #include "../test.h"
 #include "hash.h"
+
+#include <openssl/sha.h>
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t

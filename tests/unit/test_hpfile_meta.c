@@ -4,14 +4,14 @@
  * write buffer, reopen cutting torn tails, head pruning deleting segments, missing segments
  * reported as corruption) and the metadata slots (round trip, CRC, slot choice, torn slot).
  */
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "../test.h"
 #include "codec.h"
 #include "hpfile.h"
 #include "meta.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static char dir[] = "/tmp/qmdb-test-hpXXXXXX";
 
@@ -57,7 +57,8 @@ test_hpfile(void)
     CHECK(exists("h.0000000004"));
     qm_hpfile_close(&f);
 
-    CHECK_OK(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 0, committed, 1000, false, false}, &err));
+    CHECK_OK(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 0, committed, 1000, false, false},
+                            &err));
     CHECK(!exists("h.0000000004")); /* wholly uncommitted segment removed */
     memset(back, 0, sizeof(back));
     CHECK_OK(qm_hpfile_read(&f, 0, back, committed));
@@ -77,16 +78,19 @@ test_hpfile(void)
     qm_hpfile_close(&f);
 
     /* A committed segment that is missing or short is corruption, not a crash. */
-    CHECK_OK(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 1000, false, false}, &err));
+    CHECK_OK(qm_hpfile_open(
+        &f, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 1000, false, false}, &err));
     qm_hpfile_close(&f);
     char p[512];
     snprintf(p, sizeof(p), "%s/h.0000000003", dir);
     CHECK(truncate(p, 100) == 0);
-    CHECK_RC(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 1000, false, false}, &err),
+    CHECK_RC(qm_hpfile_open(
+                 &f, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 1000, false, false}, &err),
              QMDB_CORRUPT);
     CHECK(strstr(err.msg, "h.0000000003") != NULL);
     CHECK(unlink(p) == 0);
-    CHECK_RC(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 1000, false, false}, &err),
+    CHECK_RC(qm_hpfile_open(
+                 &f, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 1000, false, false}, &err),
              QMDB_CORRUPT);
 }
 

@@ -29,7 +29,7 @@ random_kh(unsigned char *kh, int collide_with)
     for (int i = 0; i < 32; i++)
         kh[i] = (unsigned char)next();
     kh[0] = (kh[0] & 0x0f) | 0x30; /* shard 3 */
-    kh[1] &= 0x07;                  /* few units: long arrays */
+    kh[1] &= 0x07;                 /* few units: long arrays */
     if (collide_with >= 0)
         memcpy(kh, recs[collide_with].kh, 6); /* same 6-byte prefix, different tail */
 }

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_pool.c -- the parallel-for pool: every index runs exactly once per run, results come
  * back in index order, runs can repeat many times, and a NULL pool runs sequentially. */
-#include <pthread.h>
-#include <stdatomic.h>
-
 #include "../test.h"
 #include "pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 typedef struct job {
     atomic_int hits[64];
@@ -43,7 +43,8 @@ main(void)
                 CHECK(atomic_load(&j.hits[i]) <= 1); /* may be skipped after the failure */
         }
         /* The first failure in index order is reported. */
-        CHECK_EQ_U64((uint64_t)(int64_t)rc, (uint64_t)(int64_t)(j.fail_at >= 0 ? -j.fail_at - 1 : 0));
+        CHECK_EQ_U64((uint64_t)(int64_t)rc,
+                     (uint64_t)(int64_t)(j.fail_at >= 0 ? -j.fail_at - 1 : 0));
     }
     qm_pool_free(p);
     job j;
