@@ -3,14 +3,17 @@
 # (Debug, ASan + UBSan, -Werror) and runs every CTest test, then builds the `tsan` preset
 # (ThreadSanitizer) and runs the threaded tests there (worker pool, API, block pipeline,
 # randomized model with the pipeline on, fault injection in the concurrent configuration).
-# Before building, the style gates: the layer table (scripts/check_layers.py). Between the
+# Before building, the style gates: formatting (scripts/check_format.sh) and the layer table
+# (scripts/check_layers.py). Between the
 # two builds, scripts/test_embed.sh installs a non-sanitized build into a temporary prefix
 # and runs the examples and the Rust, Go and Python bindings' tests against it. Used by
 # .ci/run unchanged.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-# Style gates: every #include in src/ against the layer table in docs/DESIGN.md.
+# Style gates: clang-format on every C file; every #include in src/ against the layer table
+# in docs/DESIGN.md.
+scripts/check_format.sh
 python3 scripts/check_layers.py
 cmake --preset dev
 cmake --build --preset dev
