@@ -446,7 +446,6 @@ resume_check(uint64_t min_h, const char *when)
     int rc;
     qmdb_db *db = open_db(QMDB_OPEN_RDONLY | QMDB_OPEN_FAST, &rc);
     qmdb_stats st = QMDB_STATS_INIT;
-    memset(&st, 0, sizeof(st));
     if (!db) {
         fprintf(stderr, "%s: open failed: %s: %s\n", when, qmdb_strerror(rc), qmdb_open_error());
         REQUIRE(db != NULL);

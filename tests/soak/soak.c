@@ -518,7 +518,6 @@ static void
 report_stats(uint64_t nblocks)
 {
     qmdb_stats st = QMDB_STATS_INIT;
-    memset(&st, 0, sizeof(st));
     qmdb_stat(wdb, &st);
     report("M %" PRIu64 " %ld %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", nblocks, rss_kb(),
            st.pruned_twigs, st.compactions, st.ssd_bytes, st.live_entries);
@@ -636,7 +635,6 @@ writer_main(int fd, uint64_t expect, uint32_t indexer, bool use_commit, bool fas
             writer_fail("prune", h, rc);
         if (!warm_sent && nblocks >= cfg.rss_blocks) {
             qmdb_stats st = QMDB_STATS_INIT;
-            memset(&st, 0, sizeof(st));
             qmdb_stat(wdb, &st);
             report("W %" PRIu64 " %ld %" PRIu64 "\n", nblocks, rss_kb(),
                    st.index_dram_bytes + st.tree_dram_bytes + st.cache_dram_bytes);
