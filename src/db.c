@@ -84,7 +84,6 @@ struct qmdb_db {
     bool job_ready;    /* a block waits for its hash and flush stages */
     u64 job_height;    /* the block in the job slot */
     qm_hp_ticket tickets[2][QM_SHARD_COUNT][3]; /* by height & 1: U of H+1 overlaps F of H */
-    int jfd[2][QM_SHARD_COUNT]; /* hybrid indexer: the journal fd block h & 1 fsyncs, or -1 */
     qm_meta job_meta;  /* the hash stage's metadata record, for the flush stage */
     int bg_rc;         /* first failure of a background stage (guarded by mu) */
     u64 compressions;  /* SHA-256 compressions by commits (atomic) */
@@ -137,7 +136,7 @@ job_shard_update(void *arg, size_t i)
     qm_hpfile_close_cold(&s->twigs);
     int rc = qm_shard_apply(s, db->commit_height, db->cs.ops[i], db->cs.n[i]);
     if (!rc)
-        rc = qm_shard_hix_block_end(s, db->commit_height, &db->jfd[db->commit_height & 1][i]);
+        rc = qm_shard_hix_block_end(s, db->commit_height);
     pthread_mutex_lock(&s->warm_mu);
     qm_warm_clear(&s->warm);
     pthread_mutex_unlock(&s->warm_mu);
@@ -186,13 +185,6 @@ job_shard_sync(void *arg, size_t i)
         const qm_hp_ticket *t = db->tickets[m->height & 1][i];
         QM_RET(qm_hpfile_sync_finish(&s->entries, &t[0]));
         QM_RET(qm_hpfile_sync_finish(&s->twigs, &t[1]));
-        int jfd = db->jfd[m->height & 1][i];
-        if (jfd >= 0) {
-            int rc = qm_io_get()->fsync(jfd);
-            if (rc)
-                return qm_err_set(&db->err, rc, "shard %zu: fsync of the index journal failed: "
-                                  "%s", i, qmdb_strerror(rc));
-        }
         return qm_hpfile_sync_finish(&s->tmeta, &t[2]);
     }
     /* The last job: the state root of this height goes to ROOTS, durably. */
@@ -342,7 +334,6 @@ db_alloc(const char *dir)
     db->dir = strdup(dir);
     db->meta_fd = db->roots_fd = db->lock_fd = -1;
     qm_changeset_init(&db->cs);
-    memset(db->jfd, 0xff, sizeof(db->jfd)); /* -1: no journal to fsync */
     pthread_rwlockattr_t ra;
     pthread_rwlockattr_init(&ra);
     /* The update stage must not starve behind a stream of readers. */
@@ -414,10 +405,8 @@ db_apply_prunes(qmdb_db *db)
 static int
 db_take_tickets(qmdb_db *db, u64 h)
 {
-    for (unsigned s = 0; s < QM_SHARD_COUNT; s++) {
-        db->jfd[h & 1][s] = -1; /* no block applied: no journal record */
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
         QM_RET(shard_tickets(db, s, h));
-    }
     return 0;
 }
 

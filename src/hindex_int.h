@@ -113,7 +113,7 @@ QM_HIDDEN int hix_merged_walk(qm_hindex *x, const run *r, layer *const *ls, qm_h
                               void *arg, qm_err *err);
 QM_HIDDEN int hix_merge_write(qm_hindex *x, const run *r, layer *const *ls,
                               const qm_hix_state *st, u64 gen, const u8 *blob, size_t blob_len,
-                              run *out, qm_err *err);
+                              bool sync_dir, run *out, qm_err *err);
 QM_HIDDEN u64 hix_new_chain_gen(void);
 
 #endif /* QM_HINDEX_INT_H */

@@ -117,13 +117,12 @@ qm_shard_hix_maintain(qm_shard *s, u64 height)
 }
 
 int
-qm_shard_hix_block_end(qm_shard *s, u64 height, int *sync_fd)
+qm_shard_hix_block_end(qm_shard *s, u64 height)
 {
-    *sync_fd = -1;
     if (!s->index.hyb)
         return 0;
     qm_hixj_blk b = {height, s->tree.next_sn, s->entries.size, s->live, youngest_first_pos(s)};
-    return qm_hix_journal_block(s->index.hyb, &b, sync_fd);
+    return qm_hix_journal_block(s->index.hyb, &b);
 }
 
 int
