@@ -893,7 +893,7 @@ freeze_locked(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg)
     int rc = snap ? snap(arg, &st, &blob, &len) : 0;
     u64 gen = x->gen ? x->gen + 1 : hix_new_chain_gen();
     if (!rc && snap)
-        rc = qm_hixj_start(&x->j, gen, height, x->err);
+        rc = qm_hixj_start(&x->j, gen, height, false, x->err);
     if (rc) {
         free(blob);
         layer_free(na);

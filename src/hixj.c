@@ -79,7 +79,7 @@ jerr(qm_err *err, int rc, const char *path, const char *what)
 }
 
 int
-qm_hixj_start(qm_hixj *j, u64 gen, u64 first_h, qm_err *err)
+qm_hixj_start(qm_hixj *j, u64 gen, u64 first_h, bool sync, qm_err *err)
 {
     char path[4200];
     unsigned p = (unsigned)(gen & 1);
@@ -102,6 +102,8 @@ qm_hixj_start(qm_hixj *j, u64 gen, u64 first_h, qm_err *err)
     qm_put_u64le(h + 24, first_h);
     qm_put_u32le(h + 32, qm_crc32c(0, h, 32));
     int rc = qm_iox_pwrite_full(j->io, fd, h, sizeof(h), 0);
+    if (!rc && sync)
+        rc = j->io->fsync(fd);
     if (rc) {
         j->io->close(fd);
         return jerr(err, rc, path, "writing the index journal");

@@ -49,9 +49,12 @@ QM_HIDDEN void qm_hixj_close(qm_hixj *j);
 /* Path of journal file of generation parity p (0/1). */
 QM_HIDDEN void qm_hixj_path(const char *dir, unsigned shard, unsigned p, char *out, size_t cap);
 
-/* Creates (truncates) the journal of generation gen, whose first record is block first_h
- * (not fsynced). Later blocks are recorded there. */
-QM_HIDDEN int qm_hixj_start(qm_hixj *j, u64 gen, u64 first_h, qm_err *err);
+/* Creates (truncates) the journal of generation gen, whose first record is block first_h.
+ * Later blocks are recorded there. sync: fsync it (an open restarting the journal of its
+ * run's generation: the records it drops, of blocks never committed, must not come back
+ * after a power loss; a new generation's file needs no fsync, its header and heights
+ * tell an earlier generation's leftovers apart). */
+QM_HIDDEN int qm_hixj_start(qm_hixj *j, u64 gen, u64 first_h, bool sync, qm_err *err);
 /* Continues the existing journal of generation gen at byte offset off (cut there), after
  * appending `more` (records of the next generation's file, which is then deleted). */
 QM_HIDDEN int qm_hixj_resume(qm_hixj *j, u64 gen, u64 off, const u8 *more, size_t more_len,

@@ -38,7 +38,7 @@
  * Every run carries its state: a checkpoint at close, a rebuild at open (the committed
  * state), a merge (the state at the block boundary where the overlay was frozen, taken by
  * the caller of qm_hix_maintain). The merge starts journal generation gen + 1 at that
- * boundary: run g, journal g and journal g + 1 cover all blocks until run g + 1 is durable.
+ * boundary: run g, journal g and journal g + 1 cover all blocks until run g + 1 is on disk.
  *
  * Thread: the merger thread (merges) or the updater (bulk loads, checkpoints, loading).
  */

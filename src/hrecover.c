@@ -141,7 +141,7 @@ qm_shard_hix_rebuilt(qm_shard *s, const qm_shard_meta *m)
     free(blob);
     if (!rc)
         rc = qm_hixj_start(qm_hix_journal(s->index.hyb), qm_hix_gen(s->index.hyb),
-                           s->par->height + 1, s->err);
+                           s->par->height + 1, false, s->err);
     return rc;
 }
 
@@ -268,7 +268,7 @@ qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
     rc = 0;
     if (!s->par->rdonly) {
         qm_hixj *j = qm_hix_journal(x);
-        rc = st.height == H ? qm_hixj_start(j, gen, H + 1, s->err)
+        rc = st.height == H ? qm_hixj_start(j, gen, H + 1, true, s->err)
                             : qm_hixj_resume(j, gen, end1, j2, l2, s->err);
     }
     if (!rc) {
