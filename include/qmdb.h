@@ -164,7 +164,7 @@ typedef struct qmdb_options {
 /** The hybrid indexer: records on SSD (files sXX.hix) in sorted runs, a sparse index and an
  *  overlay of recent changes in DRAM (about 1-2 bytes per live entry), merged by a background
  *  thread. Every run records the state it reflects, and each block's index changes go to a
- *  journal (sXX.hixj0/1) fsynced with the block. A QMDB_OPEN_FAST open loads the last run
+ *  journal (sXX.hixj0/1; not fsynced). A QMDB_OPEN_FAST open loads the last run
  *  instead of scanning the log, and replays the journal of the blocks since (none after
  *  qmdb_close, which writes a run of the committed state; after a crash, those since the
  *  last merge). A verifying open, or an open whose run and journal do not lead exactly to

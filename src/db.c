@@ -67,8 +67,8 @@ job_shard_update(void *arg, size_t i)
     u64 c0 = qm_hash_compressions();
     u64 h = db->commit_height;
     int rc = qm_shard_update(&db->shard[i], h, db->cs.ops[i], db->cs.n[i]);
-    if (!rc) /* hybrid indexer: the block's journal record, fsynced with the block */
-        rc = qm_shard_hix_block_end(&db->shard[i], h, &db->jfd[h & 1][i]);
+    if (!rc) /* hybrid indexer: the block's journal record (written, not fsynced: hixj.h) */
+        rc = qm_shard_hix_block_end(&db->shard[i], h);
     if (!rc)
         rc = shard_tickets(db, i, db->commit_height);
     __atomic_fetch_add(&db->compressions, qm_hash_compressions() - c0, __ATOMIC_RELAXED);
@@ -94,15 +94,8 @@ job_shard_sync(void *arg, size_t i)
 {
     qm_meta *m = ((void **)arg)[1];
     qmdb_db *db = ((void **)arg)[0];
-    if (i < QM_SHARD_COUNT) {
-        QM_RET(qm_shard_sync_finish(&db->shard[i], db->tickets[m->height & 1][i]));
-        int jfd = db->jfd[m->height & 1][i];
-        int rc = jfd >= 0 ? qm_io_get()->fsync(jfd) : 0;
-        if (rc)
-            return qm_err_set(&db->err, rc, "shard %zu: fsync of the index journal failed: %s", i,
-                              qmdb_strerror(rc));
-        return 0;
-    }
+    if (i < QM_SHARD_COUNT)
+        return qm_shard_sync_finish(&db->shard[i], db->tickets[m->height & 1][i]);
     /* The last job: the state root of this height goes to ROOTS, durably. */
     return qm_roots_store(db->roots_fd, db->dir, m->height, m->state_root, &db->err);
 }
@@ -157,10 +150,8 @@ db_apply_prunes(qmdb_db *db)
 int
 db_take_tickets(qmdb_db *db, u64 h)
 {
-    for (unsigned s = 0; s < QM_SHARD_COUNT; s++) {
-        db->jfd[h & 1][s] = -1; /* no block applied: no journal record */
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
         QM_RET(shard_tickets(db, s, h));
-    }
     return 0;
 }
 

@@ -66,11 +66,10 @@ struct qmdb_db {
     bool job_ready;                  /* a block waits for its hash and flush stages */
     u64 job_height;                  /* the block in the job slot */
     qm_hp_ticket tickets[2][QM_SHARD_COUNT][3]; /* by height & 1: U of H+1 overlaps F of H */
-    int jfd[2][QM_SHARD_COUNT]; /* hybrid indexer: the journal fd block h & 1 fsyncs, or -1 */
-    qm_meta job_meta;           /* the hash stage's metadata record, for the flush stage */
-    int bg_rc;                  /* first failure of a background stage (guarded by mu) */
-    u64 compressions;           /* SHA-256 compressions by commits (atomic) */
-    u64 blocks;                 /* blocks committed since open (guarded by mu) */
+    qm_meta job_meta; /* the hash stage's metadata record, for the flush stage */
+    int bg_rc;        /* first failure of a background stage (guarded by mu) */
+    u64 compressions; /* SHA-256 compressions by commits (atomic) */
+    u64 blocks;       /* blocks committed since open (guarded by mu) */
 };
 
 static inline bool

@@ -164,7 +164,6 @@ db_alloc(const char *dir)
     db->dir = strdup(dir);
     db->meta_fd = db->roots_fd = db->lock_fd = -1;
     qm_changeset_init(&db->cs);
-    memset(db->jfd, 0xff, sizeof(db->jfd)); /* -1: no journal to fsync */
     pthread_rwlockattr_t ra;
     pthread_rwlockattr_init(&ra);
     /* The update stage must not starve behind a stream of readers. */

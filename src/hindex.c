@@ -313,7 +313,7 @@ merge_frozen(qm_hindex *x)
     run out = {.fd = -1};
     pthread_mutex_lock(&g_merge_mu);
     int rc = hix_merge_write(x, &x->r, ls, x->fblob ? &x->fst : NULL, x->fgen, x->fblob,
-                             x->fblob_len, &out, &x->merr);
+                             x->fblob_len, false, &out, &x->merr);
     pthread_mutex_unlock(&g_merge_mu);
     pthread_mutex_lock(&x->mu);
     x->out = out;
@@ -894,7 +894,7 @@ freeze_locked(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg)
     int rc = snap ? snap(arg, &st, &blob, &len) : 0;
     u64 gen = x->gen ? x->gen + 1 : hix_new_chain_gen();
     if (!rc && snap)
-        rc = qm_hixj_start(&x->j, gen, height, x->err);
+        rc = qm_hixj_start(&x->j, gen, height, false, x->err);
     if (rc) {
         free(blob);
         layer_free(na);
@@ -954,7 +954,7 @@ qm_hix_checkpoint(qm_hindex *x, const qm_hix_state *st, const u8 *blob, size_t b
     run out = {.fd = -1};
     u64 gen = x->gen ? QM_MAX(x->gen, x->fgen) + 1 : hix_new_chain_gen();
     pthread_mutex_lock(&g_merge_mu);
-    rc = hix_merge_write(x, &x->r, ls, st, gen, blob, blob_len, &out, x->err);
+    rc = hix_merge_write(x, &x->r, ls, st, gen, blob, blob_len, true, &out, x->err);
     pthread_mutex_unlock(&g_merge_mu);
     if (rc)
         return rc;
@@ -981,9 +981,9 @@ qm_hix_note_deact(qm_hindex *x, u64 sn)
 }
 
 int
-qm_hix_journal_block(qm_hindex *x, const qm_hixj_blk *b, int *sync_fd)
+qm_hix_journal_block(qm_hindex *x, const qm_hixj_blk *b)
 {
-    return qm_hixj_block(&x->j, b, sync_fd, x->err);
+    return qm_hixj_block(&x->j, b, x->err);
 }
 
 qm_hixj *

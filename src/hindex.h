@@ -83,10 +83,10 @@ typedef int (*qm_hix_snap_fn)(void *arg, qm_hix_state *st, u8 **blob, size_t *bl
  * without state, no journal (tests). Returns a merge failure (I/O, disk full) once. */
 QM_HIDDEN int qm_hix_maintain(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg);
 
-/* The journal (hixj.h): deactivations (the updater's), the end of a block (its record; the
- * fd its flush must fsync, -1 if none), the journal itself (open), the run's generation. */
+/* The journal (hixj.h): deactivations (the updater's), the end of a block (its record), the
+ * journal itself (open), the run's generation. */
 QM_HIDDEN void qm_hix_note_deact(qm_hindex *x, u64 sn);
-QM_HIDDEN int qm_hix_journal_block(qm_hindex *x, const qm_hixj_blk *b, int *sync_fd);
+QM_HIDDEN int qm_hix_journal_block(qm_hindex *x, const qm_hixj_blk *b);
 QM_HIDDEN qm_hixj *qm_hix_journal(qm_hindex *x);
 QM_HIDDEN u64 qm_hix_gen(const qm_hindex *x);
 

@@ -27,7 +27,8 @@
  *                   'R' key-hash bytes [0..6), old/8, new/8              replace
  *                   'D' SN (8 bytes)                                     deactivation
  * Records past the committed height are ignored at open (and cut by a writable open); a
- * record failing its CRC ends the journal.
+ * record failing its CRC ends the journal. Nothing here is fsynced on the commit path (see
+ * hixj.h); an open that resumes fsyncs what it keeps.
  *
  * Thread: see hixj.h.
  */
@@ -78,13 +79,13 @@ jerr(qm_err *err, int rc, const char *path, const char *what)
 }
 
 int
-qm_hixj_start(qm_hixj *j, u64 gen, u64 first_h, qm_err *err)
+qm_hixj_start(qm_hixj *j, u64 gen, u64 first_h, bool sync, qm_err *err)
 {
     char path[4200];
     unsigned p = (unsigned)(gen & 1);
     qm_hixj_path(j->dir, j->shard, p, path, sizeof(path));
     /* The file of this parity belongs to generation gen - 2, which no run needs any more
-     * (run gen - 1 is on disk); its last record was fsynced blocks ago. */
+     * (run gen - 1 is on disk). */
     if (j->fd[p] >= 0)
         j->io->close(j->fd[p]);
     j->fd[p] = -1;
@@ -101,10 +102,8 @@ qm_hixj_start(qm_hixj *j, u64 gen, u64 first_h, qm_err *err)
     qm_put_u64le(h + 24, first_h);
     qm_put_u32le(h + 32, qm_crc32c(0, h, 32));
     int rc = qm_iox_pwrite_full(j->io, fd, h, sizeof(h), 0);
-    if (!rc)
+    if (!rc && sync)
         rc = j->io->fsync(fd);
-    if (!rc)
-        rc = qm_iox_fsync_dir(j->io, j->dir);
     if (rc) {
         j->io->close(fd);
         return jerr(err, rc, path, "writing the index journal");
@@ -217,9 +216,8 @@ qm_hixj_deact(qm_hixj *j, u64 sn)
 }
 
 int
-qm_hixj_block(qm_hixj *j, const qm_hixj_blk *b, int *sync_fd, qm_err *err)
+qm_hixj_block(qm_hixj *j, const qm_hixj_blk *b, qm_err *err)
 {
-    *sync_fd = -1;
     if (!j->on)
         return 0;
     if (j->rc) {
@@ -252,7 +250,6 @@ qm_hixj_block(qm_hixj *j, const qm_hixj_blk *b, int *sync_fd, qm_err *err)
     }
     j->off += j->len;
     j->len = 0;
-    *sync_fd = fd;
     return 0;
 }
 

@@ -10,10 +10,12 @@
  * Run g's journal holds the blocks after the state run g reflects; a merge freezes the
  * overlay at a block boundary and starts journal g+1 there, so that run g + journal g +
  * journal g+1 cover every committed block until run g+1 is on disk. Records are written at
- * the end of a block's update stage and fsynced with the block (before its metadata).
+ * the end of a block's update stage and never fsynced: a SIGKILL leaves them in the page
+ * cache, and after a power loss a missing or torn record (CRC, consecutive heights, the last
+ * state compared with the metadata) only sends the open back to the log scan. So the
+ * journal adds no fsync to a commit.
  *
- * Thread: the shard's updater (the open before the handle is returned); the flusher only
- * fsyncs the fd that qm_hixj_block returned.
+ * Thread: the shard's updater (the open before the handle is returned).
  */
 #ifndef QM_HIXJ_H
 #define QM_HIXJ_H
@@ -47,9 +49,12 @@ QM_HIDDEN void qm_hixj_close(qm_hixj *j);
 /* Path of journal file of generation parity p (0/1). */
 QM_HIDDEN void qm_hixj_path(const char *dir, unsigned shard, unsigned p, char *out, size_t cap);
 
-/* Creates (truncates) the journal of generation gen, whose first record is block first_h;
- * durable (file and directory fsynced) when it returns 0. Later blocks are recorded there. */
-QM_HIDDEN int qm_hixj_start(qm_hixj *j, u64 gen, u64 first_h, qm_err *err);
+/* Creates (truncates) the journal of generation gen, whose first record is block first_h.
+ * Later blocks are recorded there. sync: fsync it (an open restarting the journal of its
+ * run's generation: the records it drops, of blocks never committed, must not come back
+ * after a power loss; a new generation's file needs no fsync, its header and heights
+ * tell an earlier generation's leftovers apart). */
+QM_HIDDEN int qm_hixj_start(qm_hixj *j, u64 gen, u64 first_h, bool sync, qm_err *err);
 /* Continues the existing journal of generation gen at byte offset off (cut there), after
  * appending `more` (records of the next generation's file, which is then deleted). */
 QM_HIDDEN int qm_hixj_resume(qm_hixj *j, u64 gen, u64 off, const u8 *more, size_t more_len,
@@ -61,9 +66,8 @@ QM_HIDDEN void qm_hixj_erase(qm_hixj *j, const u8 kh[6], u64 pos);
 QM_HIDDEN void qm_hixj_replace(qm_hixj *j, const u8 kh[6], u64 old_pos, u64 new_pos);
 QM_HIDDEN void qm_hixj_deact(qm_hixj *j, u64 sn);
 
-/* Ends a block: writes its record (no fsync). *sync_fd: the fd that the block's flush must
- * fsync, -1 when not recording. */
-QM_HIDDEN int qm_hixj_block(qm_hixj *j, const qm_hixj_blk *b, int *sync_fd, qm_err *err);
+/* Ends a block: writes its record (no fsync; nothing when not recording). */
+QM_HIDDEN int qm_hixj_block(qm_hixj *j, const qm_hixj_blk *b, qm_err *err);
 
 /*
  * Reads the records of journal gen (file parity gen & 1) whose header says generation gen

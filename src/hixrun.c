@@ -33,11 +33,12 @@
  *     zero-padded; bytes [4092, 4096) hold CRC32C(bytes [0, 4092)) XOR the page number.
  *   at 4096 * (npages + 1): the sparse index, npages * 6 bytes (each page's first key).
  *   at blob_off: the blob (opaque here; hrecover.c writes the ActiveBits of that state).
- * A new run is written to sXX.hix.tmp, synced, then renamed over sXX.hix (directory synced).
+ * A new run is written to sXX.hix.tmp, synced, then renamed over sXX.hix (the directory is
+ * synced after a checkpoint or a rebuild, not after a merge).
  * Every run carries its state: a checkpoint at close, a rebuild at open (the committed
  * state), a merge (the state at the block boundary where the overlay was frozen, taken by
  * the caller of qm_hix_maintain). The merge starts journal generation gen + 1 at that
- * boundary: run g, journal g and journal g + 1 cover all blocks until run g + 1 is durable.
+ * boundary: run g, journal g and journal g + 1 cover all blocks until run g + 1 is on disk.
  *
  * Thread: the merger thread (merges) or the updater (bulk loads, checkpoints, loading).
  */
@@ -62,6 +63,7 @@ typedef struct rwriter {
     run out;
     u64 first_cap;
     qm_err *err;
+    bool sync_dir; /* fsync the directory after the rename */
 } rwriter;
 
 static int
@@ -194,7 +196,7 @@ rw_finish(rwriter *w, const qm_hix_state *st, u64 gen, const u8 *blob, size_t bl
         rc = io->fsync(w->fd);
     if (!rc && rename(x->tmp, x->path) != 0)
         rc = -errno;
-    if (!rc)
+    if (!rc && w->sync_dir)
         rc = qm_iox_fsync_dir(x->io, x->dir);
     if (rc)
         return qm_err_set(w->err, rc, "%s: writing the index run: %s", x->tmp, strerror(-rc));
@@ -351,14 +353,17 @@ write_rec(void *arg, const u8 key6[6], u64 pos)
 
 /*
  * Writes the merged walk of run r and layers ls (see merged_walk) as a new run of state st
- * and generation gen: the merger passes F; a checkpoint F and A, or A alone.
+ * and generation gen: the merger passes F; a checkpoint F and A, or A alone. sync_dir: the
+ * rename is made durable (a checkpoint); a merge's need not be (the journal is not durable
+ * either: after a power loss the open may scan the log instead, hixj.h).
  */
 int
 hix_merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state *st, u64 gen,
-                const u8 *blob, size_t blob_len, run *out, qm_err *err)
+                const u8 *blob, size_t blob_len, bool sync_dir, run *out, qm_err *err)
 {
     rwriter w;
     QM_RET(rw_open(&w, x, err));
+    w.sync_dir = sync_dir;
     int rc = hix_merged_walk(x, r, ls, write_rec, &w, err);
     if (!rc)
         rc = rw_finish(&w, st, gen, blob, blob_len);
@@ -400,6 +405,7 @@ qm_hix_bulk_finish(qm_hindex *x, const qm_hix_state *st, const u8 *blob, size_t 
     /* The bulk records become the run (there is no run and no overlay yet). */
     rwriter w;
     QM_RET(rw_open(&w, x, x->err));
+    w.sync_dir = true;
     int rc = 0;
     for (u64 i = 0; i < b->n && !rc; i++)
         rc = rw_add(&w, b->v + i * QM_HIX_REC, rec_pos12(b->v + i * QM_HIX_REC));

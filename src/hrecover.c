@@ -117,13 +117,12 @@ qm_shard_hix_maintain(qm_shard *s, u64 height)
 }
 
 int
-qm_shard_hix_block_end(qm_shard *s, u64 height, int *sync_fd)
+qm_shard_hix_block_end(qm_shard *s, u64 height)
 {
-    *sync_fd = -1;
     if (!s->index.hyb)
         return 0;
     qm_hixj_blk b = {height, s->tree.next_sn, s->entries.size, s->live, youngest_first_pos(s)};
-    return qm_hix_journal_block(s->index.hyb, &b, sync_fd);
+    return qm_hix_journal_block(s->index.hyb, &b);
 }
 
 int
@@ -142,7 +141,7 @@ qm_shard_hix_rebuilt(qm_shard *s, const qm_shard_meta *m)
     free(blob);
     if (!rc)
         rc = qm_hixj_start(qm_hix_journal(s->index.hyb), qm_hix_gen(s->index.hyb),
-                           s->par->height + 1, s->err);
+                           s->par->height + 1, false, s->err);
     return rc;
 }
 
@@ -269,7 +268,7 @@ qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
     rc = 0;
     if (!s->par->rdonly) {
         qm_hixj *j = qm_hix_journal(x);
-        rc = st.height == H ? qm_hixj_start(j, gen, H + 1, s->err)
+        rc = st.height == H ? qm_hixj_start(j, gen, H + 1, true, s->err)
                             : qm_hixj_resume(j, gen, end1, j2, l2, s->err);
     }
     if (!rc) {

@@ -99,11 +99,11 @@ QM_HIDDEN int qm_shard_open_files(qm_shard *s, const char *dir, const qm_shard_m
 /* Hybrid indexer (hrecover.c). checkpoint: writes a run of the committed state at `height`
  * (all of the shard's blocks must be durable), so that the next open skips the log scan.
  * maintain: before block `height` is applied (qm_hix_maintain with the shard's snapshot).
- * block_end: after block `height` was applied, its journal record; *sync_fd is the fd the
- * block's flush must fsync (-1: none). No-ops without the hybrid indexer. */
+ * block_end: after block `height` was applied, its journal record (written, not fsynced:
+ * hixj.h). No-ops without the hybrid indexer. */
 QM_HIDDEN int qm_shard_checkpoint(qm_shard *s, u64 height);
 QM_HIDDEN int qm_shard_hix_maintain(qm_shard *s, u64 height);
-QM_HIDDEN int qm_shard_hix_block_end(qm_shard *s, u64 height, int *sync_fd);
+QM_HIDDEN int qm_shard_hix_block_end(qm_shard *s, u64 height);
 /* At open (hrecover.c): resume the hybrid index from its run and journal. QMDB_NOTFOUND:
  * nothing usable (the caller rebuilds from the log and then calls qm_shard_hix_rebuilt). */
 QM_HIDDEN int qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m);

@@ -9,6 +9,8 @@
  *       index came back (shards resumed from their runs, journal blocks and changes
  *       replayed); then exits without closing, so the files stay as they were found (no
  *       checkpoint is written) and the open can be repeated.
+ *   qmdb-hix-crash close DIR
+ *       opens the same way and closes (the close writes the checkpoint); prints both times.
  *   qmdb-hix-crash write DIR MIN_MERGES EXTRA OPS SEED
  *       opens the same way and commits blocks of OPS puts of new random keys (52-byte keys,
  *       32-byte values, as qmdb-bench) until MIN_MERGES merges were installed, then EXTRA
@@ -101,8 +103,17 @@ main(int argc, char **argv)
         print_stats(db, "open", secs);
         _exit(0); /* no close: no checkpoint, the files stay as found */
     }
+    if (argc == 3 && strcmp(argv[1], "close") == 0) {
+        qmdb_db *db = open_fast(argv[2], &secs);
+        print_stats(db, "open", secs);
+        double t0 = now();
+        int rc = qmdb_close(db);
+        printf("close: %.3f s (%s)\n", now() - t0, rc ? qmdb_strerror(rc) : "ok");
+        return rc != 0;
+    }
     if (argc != 7 || strcmp(argv[1], "write") != 0) {
-        fprintf(stderr, "usage: %s open DIR | write DIR MIN_MERGES EXTRA OPS SEED\n", argv[0]);
+        fprintf(stderr, "usage: %s open DIR | close DIR | write DIR MIN_MERGES EXTRA OPS SEED\n",
+                argv[0]);
         return 2;
     }
     uint64_t min_merges = strtoull(argv[3], NULL, 10), extra = strtoull(argv[4], NULL, 10);

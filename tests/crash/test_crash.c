@@ -31,8 +31,8 @@
  * root from ROOTS matches too; every key's value equals the model's at H. The next child
  * continues from H + 1. Every block compacts (compact_thres 1, 1/1), segments are 64 KiB
  * and history is 3 blocks, so crashes land in compaction, rollover and pruning. With the
- * hybrid indexer (QMDB_INDEXER=hybrid), some fast opens must have resumed from the runs and
- * replayed the index journal.
+ * hybrid indexer (QMDB_INDEXER=hybrid), some fast opens after SIGKILLs must have resumed
+ * from the runs and replayed the index journal.
  */
 #include "../fault/faultio.h"
 #include "../test.h"
@@ -740,7 +740,10 @@ main(int argc, char **argv)
     if (hybrid) {
         printf("hybrid: %ld fast checks resumed some shard, %ld resumed all with a replay\n",
                resumed_opens, replay_opens);
-        CHECK(replay_opens > 0);
+        /* After a SIGKILL the journal is in the page cache; a simulated power loss may
+         * revert its (never fsynced) records, and the open then scans the log. */
+        if (strcmp(mode, "power") != 0)
+            CHECK(replay_opens > 0);
     }
     wl_model_free(&model);
     wl_twin_close(&twin);
