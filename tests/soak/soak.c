@@ -21,7 +21,8 @@
  *     never exist) has the model's value. Prints progress on stderr every 30 s and the
  *     figures at the end; exit status 1 if anything that must be 0 is not, or if the
  *     writer's RSS grew by more than 5%.
- *   writer incarnation (a forked child; it inherits the model at the verified height):
+ *   writer incarnation (a forked child; it keeps the model at the verified height and frees
+ *     the rest of the supervisor's memory, so that its RSS is its own):
  *     main thread -- opens the database with this incarnation's indexer (memory and hybrid
  *       alternate), applies blocks at a capped rate with qmdb_submit + qmdb_wait or with
  *       qmdb_commit (per incarnation), calls qmdb_prune now and then, and writes to the pipe
@@ -52,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -800,7 +802,11 @@ verify(bool final)
         root_store(H, r, "recovered");
     /* Values: every key (full checks) or 3,000 random ones, plus keys beyond the key space
      * (absent), half through qmdb_get and half through qmdb_get_many. */
-    static unsigned char buf[65][MAXVAL], kb[65][32]; /* [64]: the single gets */
+    /* On the heap, not static: freed (unmapped) after the check, so that a writer forked
+     * later does not carry these pages in its RSS. [64]: the single gets. */
+    unsigned char (*buf)[MAXVAL] = malloc(65 * sizeof(*buf)), (*kb)[32] = malloc(65 * 32);
+    if (!buf || !kb)
+        abort();
     size_t nsample = full ? cfg.nkeys : 3000;
     size_t nextra = full ? 1000 : 300;
     qmdb_read rd[64];
@@ -847,6 +853,8 @@ verify(bool final)
             }
         }
     }
+    free(buf);
+    free(kb);
     rc = qmdb_close(db);
     if (rc) {
         fprintf(stderr, "soak: close after check: %s\n", qmdb_strerror(rc));
@@ -931,6 +939,8 @@ handle_line(char *line, inc_info *inc, uint64_t *inc_checked, uint64_t *inc_unch
     }
 }
 
+static uint64_t live_reads; /* reads checked by the running incarnation so far */
+
 static void
 progress(double t0, bool force)
 {
@@ -944,7 +954,7 @@ progress(double t0, bool force)
             "[soak] %02ld:%02ld:%02ld height %" PRIu64 " kills %" PRIu64 " clean stops %" PRIu64
             " reads %" PRIu64 " problems %" PRIu64 "\n",
             el / 3600, el / 60 % 60, el % 60, last_ok, tot.kills, tot.clean_stops,
-            tot.reads_writer + tot.reads_verify,
+            tot.reads_writer + tot.reads_verify + live_reads,
             tot.lost + tot.root_mismatch + tot.value_mismatch + tot.reads_bad + tot.writer_errors);
 }
 
@@ -974,6 +984,16 @@ run_incarnation(double t0, double t_end)
         abort();
     if (pid == 0) {
         close(pfd[0]);
+        /* The writer keeps only the model (cur): the supervisor's root table grows with the
+         * height and its heap holds what its checks freed; inherited, they would count in
+         * the writer's RSS. */
+        free(roots);
+        free(known);
+        free(incs);
+        roots = NULL;
+        known = NULL;
+        incs = NULL;
+        malloc_trim(0);
         writer_main(pfd[1], model_h, indexer, use_commit, fast, wseed);
     }
     close(pfd[1]);
@@ -1023,8 +1043,10 @@ run_incarnation(double t0, double t_end)
             n -= (size_t)(s - buf);
             memmove(buf, s, n);
         }
+        live_reads = checked;
         progress(t0, false);
     }
+    live_reads = 0;
     close(pfd[0]);
     int st;
     while (waitpid(pid, &st, 0) != pid)
