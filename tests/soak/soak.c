@@ -634,8 +634,8 @@ writer_main(int fd, uint64_t expect, uint32_t indexer, bool use_commit, bool fas
             qmdb_stats st;
             memset(&st, 0, sizeof(st));
             qmdb_stat(wdb, &st);
-            report("W %" PRIu64 " %ld %" PRIu64 "\n", nblocks, rss_kb(),
-                   st.index_dram_bytes + st.tree_dram_bytes + st.cache_dram_bytes);
+            report("W %" PRIu64 " %ld %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", nblocks, rss_kb(),
+                   st.index_dram_bytes, st.tree_dram_bytes, st.cache_dram_bytes);
             warm_sent = true;
         }
         if (now_s() >= t_stats) {
@@ -688,7 +688,7 @@ typedef struct inc_info {
     long last_kb;
     uint64_t last_blocks;
     uint64_t open_h;
-    long warm_engine_kb; /* the engine's own DRAM figures (index, trees, caches) then */
+    long warm_index_kb, warm_tree_kb, warm_cache_kb; /* the engine's DRAM figures then */
 } inc_info;
 static inc_info *incs;
 static size_t nincs, incs_cap;
@@ -874,7 +874,7 @@ on_term(int sig)
 
 static void
 handle_line(char *line, inc_info *inc, uint64_t *inc_checked, uint64_t *inc_unchecked,
-            uint64_t *inc_bad, uint64_t *inc_compactions)
+            uint64_t *inc_bad, uint64_t *inc_compactions, uint64_t *inc_pruned)
 {
     unsigned long long a, b, c, d, e;
     long kb;
@@ -902,16 +902,18 @@ handle_line(char *line, inc_info *inc, uint64_t *inc_checked, uint64_t *inc_unch
         inc->open_h = a;
         break;
     case 'W':
-        if (sscanf(line, "W %llu %ld %llu", &a, &kb, &b) == 3) {
+        if (sscanf(line, "W %llu %ld %llu %llu %llu", &a, &kb, &b, &c, &d) == 5) {
             inc->warm_kb = kb;
-            inc->warm_engine_kb = (long)(b / 1024);
+            inc->warm_index_kb = (long)(b / 1024);
+            inc->warm_tree_kb = (long)(c / 1024);
+            inc->warm_cache_kb = (long)(d / 1024);
         }
         break;
     case 'M':
         if (sscanf(line, "M %llu %ld %llu %llu %llu %llu", &a, &kb, &b, &c, &d, &e) == 6) {
             inc->last_kb = kb;
             inc->last_blocks = a;
-            tot.pruned_twigs = b;
+            *inc_pruned = b;
             *inc_compactions = c;
             if (d > tot.ssd_max)
                 tot.ssd_max = d;
@@ -976,7 +978,7 @@ run_incarnation(double t0, double t_end)
             abort();
     }
     inc_info *inc = &incs[nincs++];
-    *inc = (inc_info){indexer, now_s() - t0, -1, -1, 0, 0, -1};
+    *inc = (inc_info){indexer, now_s() - t0, -1, -1, 0, 0, -1, -1, -1};
     tot.incarnations++;
     fflush(NULL);
     pid_t pid = fork();
@@ -1005,7 +1007,7 @@ run_incarnation(double t0, double t_end)
         clean = true; /* the last incarnation closes the database */
     }
     bool signalled = false, stalled = false;
-    uint64_t checked = 0, unchecked = 0, bad = 0, compactions = 0;
+    uint64_t checked = 0, unchecked = 0, bad = 0, compactions = 0, pruned = 0;
     char buf[1 << 16];
     size_t n = 0;
     double t_line = now_s(), t_signal = 0;
@@ -1037,7 +1039,7 @@ run_incarnation(double t0, double t_end)
             char *s = buf, *nl;
             while ((nl = memchr(s, '\n', n - (size_t)(s - buf))) != NULL) {
                 *nl = '\0';
-                handle_line(s, inc, &checked, &unchecked, &bad, &compactions);
+                handle_line(s, inc, &checked, &unchecked, &bad, &compactions, &pruned);
                 s = nl + 1;
             }
             n -= (size_t)(s - buf);
@@ -1056,6 +1058,7 @@ run_incarnation(double t0, double t_end)
     tot.reads_unchecked += unchecked;
     tot.reads_bad += bad;
     tot.compactions += compactions;
+    tot.pruned_twigs += pruned;
     const char *how = "failed";
     if (stalled) {
         how = "hung";
@@ -1072,12 +1075,12 @@ run_incarnation(double t0, double t_end)
     }
     fprintf(stderr,
             "[soak] writer %" PRIu64 ": %s indexer, %s, %s open at %" PRIu64 ", %.0f s, %s at "
-            "%" PRIu64 "; RSS %ld kB (engine %ld kB) after %" PRIu64 " blocks, %ld kB after %" PRIu64
-            "\n",
+            "%" PRIu64 "; RSS %ld kB (engine: index %ld, trees %ld, caches %ld kB) after %" PRIu64
+            " blocks, %ld kB after %" PRIu64 "\n",
             tot.incarnations, indexer ? "hybrid" : "memory",
             use_commit ? "qmdb_commit" : "qmdb_submit+qmdb_wait", fast ? "fast" : "verifying",
             inc->open_h, now_s() - t0 - inc->t_open, how, last_ok, inc->warm_kb,
-            inc->warm_engine_kb, cfg.rss_blocks,
+            inc->warm_index_kb, inc->warm_tree_kb, inc->warm_cache_kb, cfg.rss_blocks,
             inc->last_kb, inc->last_blocks);
 }
 
@@ -1095,25 +1098,33 @@ median(long *v, size_t n)
     return v[n / 2];
 }
 
-/* RSS figures of one indexer: start and end warm samples; returns the growth in percent
- * (or a negative number below -1000 when there are too few samples). */
+/* RSS figures of one indexer: start and end medians of the warm samples (and of the engine's
+ * tree DRAM at the same samples); returns the growth in percent, or a number below -1000
+ * when there are too few samples. */
 static double
-rss_figures(uint32_t indexer, double t_skip, long *start, long *end, size_t *nsamples)
+rss_figures(uint32_t indexer, double t_skip, long *start, long *end, long *tree_start,
+            long *tree_end, size_t *nsamples)
 {
-    long v[4096];
+    static size_t idx[4096];
     size_t n = 0;
     for (size_t i = 0; i < nincs && n < 4096; i++)
         if (incs[i].indexer == indexer && incs[i].t_open >= t_skip && incs[i].warm_kb > 0)
-            v[n++] = incs[i].warm_kb;
+            idx[n++] = i;
     *nsamples = n;
     if (n < 2)
         return -1e9;
     size_t k = n >= 10 ? 5 : n >= 6 ? 3 : 1;
-    long a[5], b[5];
-    memcpy(a, v, k * sizeof(long));
-    memcpy(b, v + n - k, k * sizeof(long));
+    long a[5], b[5], ta[5], tb[5];
+    for (size_t j = 0; j < k; j++) {
+        a[j] = incs[idx[j]].warm_kb;
+        ta[j] = incs[idx[j]].warm_tree_kb;
+        b[j] = incs[idx[n - k + j]].warm_kb;
+        tb[j] = incs[idx[n - k + j]].warm_tree_kb;
+    }
     *start = median(a, k);
     *end = median(b, k);
+    *tree_start = median(ta, k);
+    *tree_end = median(tb, k);
     return 100.0 * ((double)*end / (double)*start - 1.0);
 }
 
@@ -1251,9 +1262,9 @@ main(int argc, char **argv)
                 tot.writer_errors || tot.check_problems || !ok || interrupted;
     double t_skip = elapsed / 10;
     for (uint32_t ix = 0; ix < 2; ix++) {
-        long s = 0, e = 0;
+        long s = 0, e = 0, ts = 0, te = 0;
         size_t ns = 0;
-        double g = rss_figures(ix, t_skip, &s, &e, &ns);
+        double g = rss_figures(ix, t_skip, &s, &e, &ts, &te, &ns);
         const char *name = ix ? "hybrid" : "memory";
         if (g < -1000) {
             printf("writer RSS (%s):   too few samples (%zu)\n", name, ns);
@@ -1261,8 +1272,8 @@ main(int argc, char **argv)
             continue;
         }
         printf("writer RSS (%s):   start %ld kB, end %ld kB, growth %+.1f%% (%zu incarnations "
-               "sampled after %" PRIu64 " blocks)\n",
-               name, s, e, g, ns, cfg.rss_blocks);
+               "sampled after %" PRIu64 " blocks; the engine's tree DRAM %ld -> %ld kB)\n",
+               name, s, e, g, ns, cfg.rss_blocks, ts, te);
         if (g > 5.0)
             fail = true;
     }
