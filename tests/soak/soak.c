@@ -21,7 +21,8 @@
  *     never exist) has the model's value. Prints progress on stderr every 30 s and the
  *     figures at the end; exit status 1 if anything that must be 0 is not, or if the
  *     writer's RSS grew by more than 5%.
- *   writer incarnation (a forked child; it inherits the model at the verified height):
+ *   writer incarnation (a forked child; it keeps the model at the verified height and frees
+ *     the rest of the supervisor's memory, so that its RSS is its own):
  *     main thread -- opens the database with this incarnation's indexer (memory and hybrid
  *       alternate), applies blocks at a capped rate with qmdb_submit + qmdb_wait or with
  *       qmdb_commit (per incarnation), calls qmdb_prune now and then, and writes to the pipe
@@ -45,6 +46,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -636,8 +638,8 @@ writer_main(int fd, uint64_t expect, uint32_t indexer, bool use_commit, bool fas
         if (!warm_sent && nblocks >= cfg.rss_blocks) {
             qmdb_stats st = QMDB_STATS_INIT;
             qmdb_stat(wdb, &st);
-            report("W %" PRIu64 " %ld %" PRIu64 "\n", nblocks, rss_kb(),
-                   st.index_dram_bytes + st.tree_dram_bytes + st.cache_dram_bytes);
+            report("W %" PRIu64 " %ld %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", nblocks, rss_kb(),
+                   st.index_dram_bytes, st.tree_dram_bytes, st.cache_dram_bytes);
             warm_sent = true;
         }
         if (now_s() >= t_stats) {
@@ -690,7 +692,7 @@ typedef struct inc_info {
     long last_kb;
     uint64_t last_blocks;
     uint64_t open_h;
-    long warm_engine_kb; /* the engine's own DRAM figures (index, trees, caches) then */
+    long warm_index_kb, warm_tree_kb, warm_cache_kb; /* the engine's DRAM figures then */
 } inc_info;
 static inc_info *incs;
 static size_t nincs, incs_cap;
@@ -806,7 +808,11 @@ verify(bool final)
         root_store(H, r, "recovered");
     /* Values: every key (full checks) or 3,000 random ones, plus keys beyond the key space
      * (absent), half through qmdb_get and half through qmdb_get_many. */
-    static unsigned char buf[65][MAXVAL], kb[65][32]; /* [64]: the single gets */
+    /* On the heap, not static: freed (unmapped) after the check, so that a writer forked
+     * later does not carry these pages in its RSS. [64]: the single gets. */
+    unsigned char(*buf)[MAXVAL] = malloc(65 * sizeof(*buf)), (*kb)[32] = malloc(65 * 32);
+    if (!buf || !kb)
+        abort();
     size_t nsample = full ? cfg.nkeys : 3000;
     size_t nextra = full ? 1000 : 300;
     qmdb_read rd[64];
@@ -856,6 +862,8 @@ verify(bool final)
             }
         }
     }
+    free(buf);
+    free(kb);
     rc = qmdb_close(db);
     if (rc) {
         fprintf(stderr, "soak: close after check: %s\n", qmdb_strerror(rc));
@@ -875,7 +883,7 @@ on_term(int sig)
 
 static void
 handle_line(char *line, inc_info *inc, uint64_t *inc_checked, uint64_t *inc_unchecked,
-            uint64_t *inc_bad, uint64_t *inc_compactions)
+            uint64_t *inc_bad, uint64_t *inc_compactions, uint64_t *inc_pruned)
 {
     unsigned long long a, b, c, d, e;
     long kb;
@@ -903,16 +911,18 @@ handle_line(char *line, inc_info *inc, uint64_t *inc_checked, uint64_t *inc_unch
         inc->open_h = a;
         break;
     case 'W':
-        if (sscanf(line, "W %llu %ld %llu", &a, &kb, &b) == 3) {
+        if (sscanf(line, "W %llu %ld %llu %llu %llu", &a, &kb, &b, &c, &d) == 5) {
             inc->warm_kb = kb;
-            inc->warm_engine_kb = (long)(b / 1024);
+            inc->warm_index_kb = (long)(b / 1024);
+            inc->warm_tree_kb = (long)(c / 1024);
+            inc->warm_cache_kb = (long)(d / 1024);
         }
         break;
     case 'M':
         if (sscanf(line, "M %llu %ld %llu %llu %llu %llu", &a, &kb, &b, &c, &d, &e) == 6) {
             inc->last_kb = kb;
             inc->last_blocks = a;
-            tot.pruned_twigs = b;
+            *inc_pruned = b;
             *inc_compactions = c;
             if (d > tot.ssd_max)
                 tot.ssd_max = d;
@@ -940,6 +950,8 @@ handle_line(char *line, inc_info *inc, uint64_t *inc_checked, uint64_t *inc_unch
     }
 }
 
+static uint64_t live_reads; /* reads checked by the running incarnation so far */
+
 static void
 progress(double t0, bool force)
 {
@@ -953,7 +965,7 @@ progress(double t0, bool force)
             "[soak] %02ld:%02ld:%02ld height %" PRIu64 " kills %" PRIu64 " clean stops %" PRIu64
             " reads %" PRIu64 " problems %" PRIu64 "\n",
             el / 3600, el / 60 % 60, el % 60, last_ok, tot.kills, tot.clean_stops,
-            tot.reads_writer + tot.reads_verify,
+            tot.reads_writer + tot.reads_verify + live_reads,
             tot.lost + tot.root_mismatch + tot.value_mismatch + tot.reads_bad + tot.writer_errors);
 }
 
@@ -975,7 +987,7 @@ run_incarnation(double t0, double t_end)
             abort();
     }
     inc_info *inc = &incs[nincs++];
-    *inc = (inc_info){indexer, now_s() - t0, -1, -1, 0, 0, -1};
+    *inc = (inc_info){indexer, now_s() - t0, -1, -1, 0, 0, -1, -1, -1};
     tot.incarnations++;
     fflush(NULL);
     pid_t pid = fork();
@@ -983,6 +995,16 @@ run_incarnation(double t0, double t_end)
         abort();
     if (pid == 0) {
         close(pfd[0]);
+        /* The writer keeps only the model (cur): the supervisor's root table grows with the
+         * height and its heap holds what its checks freed; inherited, they would count in
+         * the writer's RSS. */
+        free(roots);
+        free(known);
+        free(incs);
+        roots = NULL;
+        known = NULL;
+        incs = NULL;
+        malloc_trim(0);
         writer_main(pfd[1], model_h, indexer, use_commit, fast, wseed);
     }
     close(pfd[1]);
@@ -994,7 +1016,7 @@ run_incarnation(double t0, double t_end)
         clean = true; /* the last incarnation closes the database */
     }
     bool signalled = false, stalled = false;
-    uint64_t checked = 0, unchecked = 0, bad = 0, compactions = 0;
+    uint64_t checked = 0, unchecked = 0, bad = 0, compactions = 0, pruned = 0;
     char buf[1 << 16];
     size_t n = 0;
     double t_line = now_s(), t_signal = 0;
@@ -1026,14 +1048,16 @@ run_incarnation(double t0, double t_end)
             char *s = buf, *nl;
             while ((nl = memchr(s, '\n', n - (size_t)(s - buf))) != NULL) {
                 *nl = '\0';
-                handle_line(s, inc, &checked, &unchecked, &bad, &compactions);
+                handle_line(s, inc, &checked, &unchecked, &bad, &compactions, &pruned);
                 s = nl + 1;
             }
             n -= (size_t)(s - buf);
             memmove(buf, s, n);
         }
+        live_reads = checked;
         progress(t0, false);
     }
+    live_reads = 0;
     close(pfd[0]);
     int st;
     while (waitpid(pid, &st, 0) != pid)
@@ -1043,6 +1067,7 @@ run_incarnation(double t0, double t_end)
     tot.reads_unchecked += unchecked;
     tot.reads_bad += bad;
     tot.compactions += compactions;
+    tot.pruned_twigs += pruned;
     const char *how = "failed";
     if (stalled) {
         how = "hung";
@@ -1059,12 +1084,12 @@ run_incarnation(double t0, double t_end)
     }
     fprintf(stderr,
             "[soak] writer %" PRIu64 ": %s indexer, %s, %s open at %" PRIu64 ", %.0f s, %s at "
-            "%" PRIu64 "; RSS %ld kB (engine %ld kB) after %" PRIu64
+            "%" PRIu64 "; RSS %ld kB (engine: index %ld, trees %ld, caches %ld kB) after %" PRIu64
             " blocks, %ld kB after %" PRIu64 "\n",
             tot.incarnations, indexer ? "hybrid" : "memory",
             use_commit ? "qmdb_commit" : "qmdb_submit+qmdb_wait", fast ? "fast" : "verifying",
-            inc->open_h, now_s() - t0 - inc->t_open, how, last_ok, inc->warm_kb,
-            inc->warm_engine_kb, cfg.rss_blocks, inc->last_kb, inc->last_blocks);
+            inc->open_h, now_s() - t0 - inc->t_open, how, last_ok, inc->warm_kb, inc->warm_index_kb,
+            inc->warm_tree_kb, inc->warm_cache_kb, cfg.rss_blocks, inc->last_kb, inc->last_blocks);
 }
 
 static int
@@ -1081,25 +1106,33 @@ median(long *v, size_t n)
     return v[n / 2];
 }
 
-/* RSS figures of one indexer: start and end warm samples; returns the growth in percent
- * (or a negative number below -1000 when there are too few samples). */
+/* RSS figures of one indexer: start and end medians of the warm samples (and of the engine's
+ * tree DRAM at the same samples); returns the growth in percent, or a number below -1000
+ * when there are too few samples. */
 static double
-rss_figures(uint32_t indexer, double t_skip, long *start, long *end, size_t *nsamples)
+rss_figures(uint32_t indexer, double t_skip, long *start, long *end, long *tree_start,
+            long *tree_end, size_t *nsamples)
 {
-    long v[4096];
+    static size_t idx[4096];
     size_t n = 0;
     for (size_t i = 0; i < nincs && n < 4096; i++)
         if (incs[i].indexer == indexer && incs[i].t_open >= t_skip && incs[i].warm_kb > 0)
-            v[n++] = incs[i].warm_kb;
+            idx[n++] = i;
     *nsamples = n;
     if (n < 2)
         return -1e9;
     size_t k = n >= 10 ? 5 : n >= 6 ? 3 : 1;
-    long a[5], b[5];
-    memcpy(a, v, k * sizeof(long));
-    memcpy(b, v + n - k, k * sizeof(long));
+    long a[5], b[5], ta[5], tb[5];
+    for (size_t j = 0; j < k; j++) {
+        a[j] = incs[idx[j]].warm_kb;
+        ta[j] = incs[idx[j]].warm_tree_kb;
+        b[j] = incs[idx[n - k + j]].warm_kb;
+        tb[j] = incs[idx[n - k + j]].warm_tree_kb;
+    }
     *start = median(a, k);
     *end = median(b, k);
+    *tree_start = median(ta, k);
+    *tree_end = median(tb, k);
     return 100.0 * ((double)*end / (double)*start - 1.0);
 }
 
@@ -1265,9 +1298,9 @@ main(int argc, char **argv)
                 tot.writer_errors || tot.check_problems || !ok || interrupted;
     double t_skip = elapsed / 10;
     for (uint32_t ix = 0; ix < 2; ix++) {
-        long s = 0, e = 0;
+        long s = 0, e = 0, ts = 0, te = 0;
         size_t ns = 0;
-        double g = rss_figures(ix, t_skip, &s, &e, &ns);
+        double g = rss_figures(ix, t_skip, &s, &e, &ts, &te, &ns);
         const char *name = ix ? "hybrid" : "memory";
         if (g < -1000) {
             printf("writer RSS (%s):   too few samples (%zu)\n", name, ns);
@@ -1275,8 +1308,8 @@ main(int argc, char **argv)
             continue;
         }
         printf("writer RSS (%s):   start %ld kB, end %ld kB, growth %+.1f%% (%zu incarnations "
-               "sampled after %" PRIu64 " blocks)\n",
-               name, s, e, g, ns, cfg.rss_blocks);
+               "sampled after %" PRIu64 " blocks; the engine's tree DRAM %ld -> %ld kB)\n",
+               name, s, e, g, ns, cfg.rss_blocks, ts, te);
         if (g > 5.0)
             fail = true;
     }
