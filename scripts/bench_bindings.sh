@@ -12,12 +12,13 @@ N=${1:-100000}
 DIR=${QMDB_BENCH_DIR:-/tmp}
 TMP=$(mktemp -d "$DIR/qmdb-bbench.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT INT TERM
-PREFIX=$TMP/prefix
+PREFIX=$ROOT/build/embed/prefix   # fixed: see test_embed.sh
+rm -rf "$PREFIX"
 cmake --preset embed >/dev/null
 cmake --build --preset embed >/dev/null
 cmake --install build/embed --prefix "$PREFIX" >/dev/null
 export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig" LD_LIBRARY_PATH="$PREFIX/lib" QMDB_LIB="$PREFIX/lib/libqmdb.so.0"
-export GOPROXY=off GOFLAGS=-mod=mod CARGO_TARGET_DIR="$ROOT/build/embed/cargo"
+export GOPROXY=off GOFLAGS=-mod=mod GOCACHE="$ROOT/build/embed/gocache" CARGO_TARGET_DIR="$ROOT/build/embed/cargo"
 
 # shellcheck disable=SC2046
 cc -O2 examples/kvbench.c $(pkg-config --cflags --libs qmdb) -o "$TMP/kvbench_c"

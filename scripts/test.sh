@@ -3,7 +3,7 @@
 # (Debug, ASan + UBSan, -Werror) and runs every CTest test, then builds the `tsan` preset
 # (ThreadSanitizer) and runs the threaded tests there (worker pool, API, block pipeline,
 # randomized model with the pipeline on). Between the two, scripts/test_embed.sh installs a
-# non-sanitized build into a temporary prefix and runs the examples and the Rust, Go and
+# non-sanitized build into a prefix and runs the examples and the Rust, Go and
 # Python bindings' tests against it. Used by .ci/run unchanged.
 set -eu
 cd "$(dirname "$0")/.."
