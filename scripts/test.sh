@@ -5,7 +5,7 @@
 # randomized model with the pipeline on, fault injection in the concurrent configuration).
 # Before building, the style gates: formatting (scripts/check_format.sh) and the layer table
 # (scripts/check_layers.py). Between the
-# two builds, scripts/test_embed.sh installs a non-sanitized build into a temporary prefix
+# two builds, scripts/test_embed.sh installs a non-sanitized build into build/embed/prefix
 # and runs the examples and the Rust, Go and Python bindings' tests against it. Used by
 # .ci/run unchanged.
 set -eu

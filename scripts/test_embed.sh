@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_embed.sh -- embedding test: builds the `embed` preset (Release library + tool, no
 # sanitizers: an ASan libqmdb.so cannot be loaded by python, go or cargo binaries), installs it
-# into a temporary prefix, then builds and runs against that installed copy only (pkg-config,
+# into build/embed/prefix, then builds and runs against that installed copy only (pkg-config,
 # the CMake package, LD_LIBRARY_PATH):
 #   - the export check on the installed libqmdb.so, the man pages with man -l;
 #   - the C examples, built once with pkg-config (shared), once with pkg-config --static, and
@@ -15,7 +15,10 @@ ROOT=$(pwd)
 VECTORS=$(cd "${1:-$ROOT/../shared/vectors}" && pwd)
 TMP=$(mktemp -d /tmp/qmdb-embed.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT INT TERM
-PREFIX=$TMP/prefix
+# A fixed prefix: go's build cache keeps the -L directory pkg-config gave when a package was
+# first compiled, so a new temporary prefix per run would leave it linking against a removed one.
+PREFIX=$ROOT/build/embed/prefix
+rm -rf "$PREFIX"
 
 step() { printf '\n== test_embed: %s\n' "$*"; }
 
@@ -81,6 +84,7 @@ step "Python binding (ctypes, python3 -m unittest)"
    "$(pkg-config --modversion qmdb)")
 
 step "Go binding (cgo, go test)"
+export GOCACHE="$ROOT/build/embed/gocache"   # its own: see PREFIX above
 export GOPROXY=off GOFLAGS=-mod=mod   # no third-party modules: nothing is ever downloaded
 (cd bindings/go && go vet ./... && go test -count=1 ./... &&
    go run ./example "$TMP/db_go_example" >/dev/null)
