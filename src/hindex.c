@@ -503,143 +503,12 @@ run_collect(qm_hindex *x, u64 key, posv *pv, qm_err *err)
     return 0;
 }
 
-/* ---- the per-block memo ------------------------------------------------------------------- *
- * The prefetch stage and the block's batched client reads (qmdb_get_many) look up every key of
- * a block before the update stage looks them up again; the run's part of each answer cannot
- * change in between (a run never changes, and run records only die), so lookups record it
- * here, keyed by the run, and the update stage reads no page for it. Erasures since are
- * applied when an answer is used. Emptied after each update stage. */
-
-#define MEMO_POS 2
-#define MEMO_F 1u /* fpos: every run record of the key */
-#define MEMO_B 2u /* below: the run's largest key under it, and all records of that key */
-
-typedef struct memo_ent {
-    u64 key; /* k48 + 1; 0: empty slot */
-    u64 best;
-    u64 fpos[MEMO_POS], bpos[MEMO_POS];
-    u8 nf, nb, flags, has_best;
-} memo_ent;
-
-static memo_ent *
-memo_find_locked(const qm_hindex *x, u64 key)
-{
-    if (x->mrun != x->r.id || x->mn == 0)
-        return NULL;
-    u64 m = x->mcap - 1;
-    for (u64 i = (key * 0x9E3779B97F4A7C15ull) >> 20 & m;; i = (i + 1) & m) {
-        if (x->mt[i].key == key + 1)
-            return &x->mt[i];
-        if (x->mt[i].key == 0)
-            return NULL;
-    }
-}
-
-/* A copy of key's memo entry; false if there is none. */
-static bool
-memo_get(qm_hindex *x, u64 key, memo_ent *out)
-{
-    pthread_mutex_lock(&x->mmu);
-    const memo_ent *m = memo_find_locked(x, key);
-    if (m)
-        *out = *m;
-    pthread_mutex_unlock(&x->mmu);
-    return m != NULL;
-}
-
-/* Merges what a lookup learnt (fields per flags) into key's entry; dropped when full. */
-static void
-memo_put(qm_hindex *x, u64 key, const memo_ent *v)
-{
-    pthread_mutex_lock(&x->mmu);
-    if (x->mrun != x->r.id) { /* a new run: forget the old answers */
-        if (x->mcap)
-            memset(x->mt, 0, x->mcap * sizeof(memo_ent));
-        x->mn = 0;
-        x->mrun = x->r.id;
-    }
-    memo_ent *e = memo_find_locked(x, key);
-    if (!e && (x->mn + 1) * 2 <= x->mcap) {
-        u64 m = x->mcap - 1, i = (key * 0x9E3779B97F4A7C15ull) >> 20 & m;
-        while (x->mt[i].key)
-            i = (i + 1) & m;
-        e = &x->mt[i];
-        memset(e, 0, sizeof(*e));
-        e->key = key + 1;
-        x->mn++;
-    }
-    if (e && (v->flags & MEMO_F)) {
-        memcpy(e->fpos, v->fpos, sizeof(e->fpos));
-        e->nf = v->nf;
-    }
-    if (e && (v->flags & MEMO_B)) {
-        memcpy(e->bpos, v->bpos, sizeof(e->bpos));
-        e->nb = v->nb;
-        e->best = v->best;
-        e->has_best = v->has_best;
-    }
-    if (e)
-        e->flags |= v->flags;
-    pthread_mutex_unlock(&x->mmu);
-}
-
-int
-qm_hix_memo_reserve(qm_hindex *x, size_t nkeys)
-{
-    int rc = 0;
-    pthread_mutex_lock(&x->mmu);
-    if (x->mrun != x->r.id)
-        x->mn = 0;
-    u64 cap = 64;
-    while (cap < 2 * (x->mn + (u64)nkeys) + 2)
-        cap *= 2;
-    if (cap > x->mcap) {
-        memo_ent *t = calloc(cap, sizeof(memo_ent));
-        if (!t) {
-            rc = -ENOMEM;
-        } else {
-            for (u64 k = 0; x->mn && k < x->mcap; k++) { /* rehash the kept answers */
-                if (!x->mt[k].key)
-                    continue;
-                u64 i = ((x->mt[k].key - 1) * 0x9E3779B97F4A7C15ull) >> 20 & (cap - 1);
-                while (t[i].key)
-                    i = (i + 1) & (cap - 1);
-                t[i] = x->mt[k];
-            }
-            free(x->mt);
-            x->mt = t;
-            x->mcap = cap;
-        }
-    } else if (x->mrun != x->r.id) {
-        memset(x->mt, 0, x->mcap * sizeof(memo_ent));
-    }
-    x->mrun = x->r.id;
-    pthread_mutex_unlock(&x->mmu);
-    return rc;
-}
-
-void
-qm_hix_memo_reset(qm_hindex *x)
-{
-    pthread_mutex_lock(&x->mmu);
-    if (x->mn)
-        memset(x->mt, 0, x->mcap * sizeof(memo_ent));
-    x->mn = 0;
-    pthread_mutex_unlock(&x->mmu);
-}
-
-u64
-qm_hix_memo_bytes(const qm_hindex *x)
-{
-    return x->mcap * sizeof(memo_ent);
-}
-
 /* Run records with key key6 that no overlay erased. */
 static int
 run_find(qm_hindex *x, const u8 key6[6], outv *o, qm_err *err)
 {
     u64 key = k48(key6);
-    memo_ent me, *m = memo_get(x, key, &me) ? &me : NULL;
+    memo_ent me, *m = hix_memo_get(x, key, &me) ? &me : NULL;
     if (m && (m->flags & MEMO_F)) {
         for (unsigned i = 0; i < m->nf; i++)
             if (!run_dead(x, m->fpos[i]))
@@ -655,7 +524,7 @@ run_find(qm_hindex *x, const u8 key6[6], outv *o, qm_err *err)
     if (!rc && pv.n <= MEMO_POS) {
         memo_ent v = {.flags = MEMO_F, .nf = (u8)pv.n};
         memcpy(v.fpos, pv.v, pv.n * sizeof(u64));
-        memo_put(x, key, &v);
+        hix_memo_put(x, key, &v);
     }
     pv_free(&pv);
     return rc;
@@ -696,7 +565,7 @@ static int
 run_pred(qm_hindex *x, const u8 key6[6], bool *have, u64 *best, outv *o, qm_err *err)
 {
     u64 key = k48(key6);
-    memo_ent me, *m = memo_get(x, key, &me) ? &me : NULL;
+    memo_ent me, *m = hix_memo_get(x, key, &me) ? &me : NULL;
     if (m && (m->flags & MEMO_B)) {
         *have = false;
         if (!m->has_best)
@@ -723,7 +592,7 @@ run_pred(qm_hindex *x, const u8 key6[6], bool *have, u64 *best, outv *o, qm_err 
     if (!rc && pv.n <= MEMO_POS) {
         memo_ent v = {.flags = MEMO_B, .nb = (u8)pv.n, .has_best = *have, .best = *best};
         memcpy(v.bpos, pv.v, pv.n * sizeof(u64));
-        memo_put(x, key, &v);
+        hix_memo_put(x, key, &v);
     }
     pv_free(&pv);
     return rc;

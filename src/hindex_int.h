@@ -112,7 +112,25 @@ QM_HIDDEN void hix_bulk_free(qm_hindex *x);
 QM_HIDDEN int hix_merged_walk(qm_hindex *x, const run *r, layer *const *ls, qm_hix_fn fn, void *arg,
                               qm_err *err);
 QM_HIDDEN int hix_merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state *st,
-                              u64 gen, const u8 *blob, size_t blob_len, run *out, qm_err *err);
+                              u64 gen, const u8 *blob, size_t blob_len, bool sync_dir, run *out,
+                              qm_err *err);
 QM_HIDDEN u64 hix_new_chain_gen(void);
+
+/* ---- the per-block memo (hixmemo.c) ---- */
+#define MEMO_POS 2
+#define MEMO_F 1u /* fpos: every run record of the key */
+#define MEMO_B 2u /* below: the run's largest key under it, and all records of that key */
+
+typedef struct memo_ent {
+    u64 key; /* k48 + 1; 0: empty slot */
+    u64 best;
+    u64 fpos[MEMO_POS], bpos[MEMO_POS];
+    u8 nf, nb, flags, has_best;
+} memo_ent;
+
+/* A copy of key's memo entry; false if there is none. */
+QM_HIDDEN bool hix_memo_get(qm_hindex *x, u64 key, memo_ent *out);
+/* Merges what a lookup learnt (fields per flags) into key's entry; dropped when full. */
+QM_HIDDEN void hix_memo_put(qm_hindex *x, u64 key, const memo_ent *v);
 
 #endif /* QM_HINDEX_INT_H */
