@@ -107,16 +107,17 @@ opt_check(const qmdb_options *o, qm_err *err)
 static int
 db_lock(qmdb_db *db)
 {
-    db->lock_fd = open(db->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (db->lock_fd < 0)
-        return qm_err_set(&db->err, -errno, "cannot open directory %s: %s", db->dir,
-                          strerror(errno));
-    if (flock(db->lock_fd, (db->par.rdonly ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
-        if (errno == EWOULDBLOCK)
-            return qm_err_set(&db->err, QMDB_BUSY, "%s is in use by another handle (%s)", db->dir,
-                              db->par.rdonly ? "a writer" : "a reader or a writer");
-        return qm_err_set(&db->err, -errno, "cannot lock %s: %s", db->dir, strerror(errno));
-    }
+    const qm_io *io = qm_io_get();
+    int fd = io->open(db->dir, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0)
+        return qm_err_set(&db->err, fd, "cannot open directory %s: %s", db->dir, qmdb_strerror(fd));
+    db->lock_fd = fd;
+    int rc = io->lock(fd, !db->par.rdonly);
+    if (rc == -EWOULDBLOCK)
+        return qm_err_set(&db->err, QMDB_BUSY, "%s is in use by another handle (%s)", db->dir,
+                          db->par.rdonly ? "a writer" : "a reader or a writer");
+    if (rc)
+        return qm_err_set(&db->err, rc, "cannot lock %s: %s", db->dir, qmdb_strerror(rc));
     struct stat a, b;
     if (fstat(db->lock_fd, &a) < 0 || stat(db->dir, &b) < 0 || a.st_dev != b.st_dev ||
         a.st_ino != b.st_ino)
@@ -138,7 +139,7 @@ db_free(qmdb_db *db)
     if (db->roots_fd >= 0)
         io->close(db->roots_fd);
     if (db->lock_fd >= 0)
-        close(db->lock_fd);
+        io->close(db->lock_fd);
     qm_changeset_free(&db->cs);
     qm_pf_free(&db->pf);
     for (unsigned k = 0; k < 2; k++)

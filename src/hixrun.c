@@ -194,8 +194,8 @@ rw_finish(rwriter *w, const qm_hix_state *st, u64 gen, const u8 *blob, size_t bl
         rc = qm_iox_pwrite_full(x->io, w->fd, h, QM_HIX_PAGE, 0);
     if (!rc)
         rc = io->fsync(w->fd);
-    if (!rc && rename(x->tmp, x->path) != 0)
-        rc = -errno;
+    if (!rc)
+        rc = io->rename(x->tmp, x->path);
     if (!rc && w->sync_dir)
         rc = qm_iox_fsync_dir(x->io, x->dir);
     if (rc)

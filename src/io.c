@@ -7,6 +7,8 @@
 
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +51,16 @@ posix_unlink(const char *path)
     return unlink(path) < 0 ? -errno : 0;
 }
 static int
+posix_rename(const char *from, const char *to)
+{
+    return rename(from, to) < 0 ? -errno : 0;
+}
+static int
+posix_lock(int fd, bool exclusive)
+{
+    return flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0 ? -errno : 0;
+}
+static int
 posix_fsize(int fd, u64 *size)
 {
     struct stat st;
@@ -58,9 +70,9 @@ posix_fsize(int fd, u64 *size)
     return 0;
 }
 
-static const qm_io posix_io = {
-    posix_open,      posix_close,  posix_pread, posix_pwrite, posix_fsync,
-    posix_ftruncate, posix_unlink, posix_fsize, NULL,         true};
+static const qm_io posix_io = {posix_open,   posix_close,     posix_pread,  posix_pwrite,
+                               posix_fsync,  posix_ftruncate, posix_unlink, posix_fsize,
+                               posix_rename, posix_lock,      NULL,         true};
 
 static _Atomic(const qm_io *) current_io;
 

@@ -28,6 +28,9 @@ typedef struct qm_io {
     int (*ftruncate)(int fd, u64 len);
     int (*unlink)(const char *path);
     int (*fsize)(int fd, u64 *size);
+    int (*rename)(const char *from, const char *to);
+    /* flock(fd): shared or exclusive, never waiting; -EWOULDBLOCK when another holds it. */
+    int (*lock)(int fd, bool exclusive);
     /* A read of [off, off + len) of fd that bypassed pread (rio.c's batched reads, the hybrid
      * indexer's page-cache probe) completed with res (bytes or -errno); returns the result to
      * use (a test layer may turn it into an error). NULL: res as is. */

@@ -415,12 +415,44 @@ f_fsize(int fd, u64 *size)
     return d ? -EIO : posix()->fsize(fd, size);
 }
 
+static int
+f_rename(const char *from, const char *to)
+{
+    bool fire;
+    pthread_mutex_lock(&mu);
+    int rc = gate(FIO_RENAME, from, &fire);
+    if (rc == 1) {
+        rc = posix()->rename(from, to);
+        if (rc == 0)
+            kill_after(fire);
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+static int
+f_lock(int fd, bool exclusive)
+{
+    char path[FIO_PATH];
+    bool fire;
+    pthread_mutex_lock(&mu);
+    path_of(fd, path);
+    int rc = gate(FIO_LOCK, path, &fire);
+    if (rc == 1) {
+        rc = posix()->lock(fd, exclusive);
+        if (rc == 0)
+            kill_after(fire);
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
 /* The same calls; the engine runs sequentially under the first, concurrently under the
  * second (io.h). */
-static const qm_io fault_io_seq = {f_open,      f_close,  f_pread, f_pwrite,    f_fsync,
-                                   f_ftruncate, f_unlink, f_fsize, f_read_done, false};
-static const qm_io fault_io_conc = {f_open,      f_close,  f_pread, f_pwrite,    f_fsync,
-                                    f_ftruncate, f_unlink, f_fsize, f_read_done, true};
+static const qm_io fault_io_seq = {f_open,   f_close, f_pread,  f_pwrite, f_fsync,     f_ftruncate,
+                                   f_unlink, f_fsize, f_rename, f_lock,   f_read_done, false};
+static const qm_io fault_io_conc = {f_open,   f_close, f_pread,  f_pwrite, f_fsync,     f_ftruncate,
+                                    f_unlink, f_fsize, f_rename, f_lock,   f_read_done, true};
 
 void
 fio_set_concurrent(bool on)

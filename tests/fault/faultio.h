@@ -27,7 +27,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum fio_op { FIO_ANY, FIO_OPEN, FIO_PREAD, FIO_PWRITE, FIO_FSYNC, FIO_FTRUNCATE, FIO_UNLINK };
+enum fio_op {
+    FIO_ANY,
+    FIO_OPEN,
+    FIO_PREAD,
+    FIO_PWRITE,
+    FIO_FSYNC,
+    FIO_FTRUNCATE,
+    FIO_UNLINK,
+    FIO_RENAME, /* matched on the source path */
+    FIO_LOCK,   /* the directory lock (flock) at open */
+};
 enum fio_action {
     FIO_NONE,       /* count only */
     FIO_ERR,        /* return -err */

@@ -527,6 +527,65 @@ test_prune_call_fault(void)
     env_free(&e);
 }
 
+/* The calls that go through the I/O seam besides reads and writes: the directory lock at open
+ * (EIO: the open fails naming the directory, nothing changes) and the hybrid index run's
+ * rename after a merge (EIO: the commit that installs the merge fails, the handle is fatal
+ * with a message naming the run, and a reopen recovers the last committed height). */
+static void
+test_seam_faults(void)
+{
+    env e;
+    env_setup(&e, 30);
+    fio_rule r = rule(FIO_LOCK, NULL, 1, FIO_ERR, EIO);
+    fio_install(&r, false);
+    int rc = 0;
+    qmdb_db *db = env_open(&e, 0, &rc);
+    CHECK(db == NULL);
+    CHECK_RC(rc, -EIO);
+    CHECK(fio_triggered());
+    CHECK(strstr(qmdb_open_error(), "lock") && strstr(qmdb_open_error(), e.dir));
+    fio_uninstall();
+    env_verify(&e, 30, 30, "EIO taking the directory lock");
+    printf("  %-52s open refused, height 30 intact\n", "EIO taking the directory lock");
+
+    qmdb_options o;
+    wl_options(&o);
+    o.indexer = QMDB_INDEXER_HYBRID;
+    o.hybrid_merge_changes = 64;
+    fio_install(NULL, false);
+    REQUIRE(qmdb_open(e.dir, &o, &db) == 0);
+    r = rule(FIO_RENAME, ".hix", 1, FIO_ERR, EIO);
+    fio_install(&r, false);
+    uint64_t h = qmdb_height(db), last = h;
+    for (int i = 0; i < 30 && !fio_triggered(); i++) {
+        wl_block(seed, NKEYS, h + 1, e.b, NULL);
+        unsigned char root[32];
+        rc = qmdb_commit(db, h + 1, e.b, root);
+        if (rc)
+            break;
+        h++;
+        last = h;
+        CHECK_MEM(root, wl_twin_root(&e.twin, h), 32);
+    }
+    CHECK(fio_triggered());
+    /* The merge's failure surfaces at the next block boundary (inline, or from the merger). */
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        wl_block(seed, NKEYS, h + 1, e.b, NULL);
+        rc = qmdb_commit(db, h + 1, e.b, NULL);
+        if (!rc)
+            last = ++h;
+    }
+    CHECK_RC(rc, -EIO);
+    CHECK(strstr(qmdb_last_error(db), ".hix") != NULL);
+    CHECK_RC(qmdb_commit(db, h + 1, e.b, NULL), QMDB_PANIC);
+    fio_uninstall();
+    qmdb_close(db);
+    env_verify(&e, last, last + 1, "EIO renaming the hybrid index run");
+    printf("  %-52s fatal, recovered height %llu\n", "EIO renaming the hybrid index run",
+           (unsigned long long)last);
+    env_free(&e);
+}
+
 /* Hybrid indexer: the checkpoint qmdb_close writes fails (a full disk). Every committed block
  * is durable, so close reports QMDB_NO_CHECKPOINT (not an I/O error, which would make a caller
  * retry committed blocks), names the file, and a reopen has every block and rebuilds the
@@ -593,6 +652,7 @@ main(int argc, char **argv)
     test_read_faults();
     test_prune_call_fault();
     test_checkpoint_fault();
+    test_seam_faults();
     if (conc) {
         printf("batched reads seen by the fault layer: %ld\n", batched_total);
         CHECK(batched_total > 0);
