@@ -183,7 +183,8 @@ db_update(qmdb_db *db, u64 h)
     /* Block h-2, whose pre-images this map held, is durable (U of h follows F of h-2). */
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
         qm_undo_clear(&db->undo[h & 1][i]);
-        QM_TRY(qm_shard_begin_block(&db->shard[i], &db->undo[h & 1][i], h));
+        qm_shard_begin_block(&db->shard[i], &db->undo[h & 1][i]);
+        QM_TRY(qm_shard_hix_maintain(&db->shard[i], h)); /* hybrid: install/start merges */
     }
     if (db->rio && qm_io_concurrent())
         QM_TRY(qm_prefetch_block(db->shard, db->rio, &db->cs, &db->pf));

@@ -51,99 +51,6 @@ fork_once(void)
     pthread_atfork(fork_prepare, fork_after, fork_after);
 }
 
-#if defined(__SANITIZE_THREAD__)
-#define QM_NO_MREMAP 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define QM_NO_MREMAP 1
-#endif
-#endif
-
-/* Buffers of merges and rebuilds (megabytes, short-lived, often on the merger thread) are
- * mapped and unmapped directly, so that their pages go back to the system at once instead
- * of staying resident in a per-thread malloc arena. They grow by mremap, which moves the
- * pages without copying them or holding both copies resident; ThreadSanitizer does not
- * intercept mremap (pages moved onto addresses another thread once used keep that thread's
- * shadow state and read as a race), so under TSan they grow by map, copy and unmap. */
-void *
-hix_big_realloc(void *p, size_t old, size_t n)
-{
-    void *q;
-#ifndef QM_NO_MREMAP
-    if (p) {
-        q = mremap(p, old, n, MREMAP_MAYMOVE);
-        return q == MAP_FAILED ? NULL : q;
-    }
-#endif
-    q = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (q == MAP_FAILED)
-        return NULL;
-    if (p) {
-        memcpy(q, p, QM_MIN(old, n));
-        munmap(p, old);
-    }
-    return q;
-}
-
-void
-hix_big_free(void *p, size_t n)
-{
-    if (p)
-        munmap(p, n);
-}
-
-/* ---- positions set ---------------------------------------------------------------------- */
-
-static inline u64
-ps_hash(u64 pos)
-{
-    return (pos >> 3) * 0x9E3779B97F4A7C15ull;
-}
-
-bool
-hix_ps_has(const posset *s, u64 pos)
-{
-    if (s->n == 0)
-        return false;
-    u64 m = s->cap - 1;
-    for (u64 i = ps_hash(pos) >> 20 & m;; i = (i + 1) & m) {
-        if (s->slot[i] == pos + 1)
-            return true;
-        if (s->slot[i] == 0)
-            return false;
-    }
-}
-
-static int
-ps_add(posset *s, u64 pos)
-{
-    if ((s->n + 1) * 4 > s->cap * 3) {
-        u64 ncap = s->cap ? s->cap * 2 : 1024;
-        u64 *ns = calloc(ncap, sizeof(u64));
-        if (!ns)
-            return -ENOMEM;
-        for (u64 i = 0; i < s->cap; i++) {
-            if (!s->slot[i])
-                continue;
-            u64 j = ps_hash(s->slot[i] - 1) >> 20 & (ncap - 1);
-            while (ns[j])
-                j = (j + 1) & (ncap - 1);
-            ns[j] = s->slot[i];
-        }
-        free(s->slot);
-        s->slot = ns;
-        s->cap = ncap;
-    }
-    u64 m = s->cap - 1, i = ps_hash(pos) >> 20 & m;
-    while (s->slot[i] && s->slot[i] != pos + 1)
-        i = (i + 1) & m;
-    if (!s->slot[i]) {
-        s->slot[i] = pos + 1;
-        s->n++;
-    }
-    return 0;
-}
-
 static layer *
 layer_new(void)
 {
@@ -170,16 +77,6 @@ layer_bytes(const layer *l)
 }
 
 /* ---- runs --------------------------------------------------------------------------------- */
-
-void
-hix_run_close(const qm_io *io, run *r)
-{
-    if (r->fd >= 0)
-        io->close(r->fd);
-    free(r->first);
-    memset(r, 0, sizeof(*r));
-    r->fd = -1;
-}
 
 /* First record of the page (n records) whose key is >= key. */
 static u32
@@ -214,14 +111,6 @@ typedef struct pcache_ent {
 } pcache_ent;
 static __thread pcache_ent tl_pc[PC_SLOTS];
 static __thread unsigned tl_pc_next;
-static u64 g_run_ids; /* atomic; ids start at 1 */
-
-u64
-hix_new_run_id(void)
-{
-    return __atomic_add_fetch(&g_run_ids, 1, __ATOMIC_RELAXED);
-}
-
 /* Page p of run r, from this thread's cache or read (and checked). The pointer is valid
  * until this thread's next call. */
 /* This thread's cached copy of page p of run r, or NULL. */
@@ -342,15 +231,6 @@ merger_main(void *arg)
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
-
-void
-hix_bulk_free(qm_hindex *x)
-{
-    if (x->bulk)
-        hix_big_free(x->bulk->v, x->bulk->cap * QM_HIX_REC);
-    free(x->bulk);
-    x->bulk = NULL;
-}
 
 int
 qm_hix_new(const char *dir, unsigned shard, u64 merge_changes, qm_hindex **out, qm_err *err)
@@ -705,7 +585,7 @@ qm_hix_erase(qm_hindex *x, const u8 kh[32], u64 pos)
 {
     qm_hixj_erase(&x->j, kh, pos);
     if (qm_index_erase(&x->a->ins, kh, pos) != 0)
-        QM_RET(ps_add(&x->a->del, pos));
+        QM_RET(hix_ps_add(&x->a->del, pos));
     x->count--;
     return 0;
 }
@@ -716,7 +596,7 @@ qm_hix_replace(qm_hindex *x, const u8 kh[32], u64 old_pos, u64 new_pos)
     qm_hixj_replace(&x->j, kh, old_pos, new_pos);
     if (qm_index_replace(&x->a->ins, kh, old_pos, new_pos) == 0)
         return 0;
-    QM_RET(ps_add(&x->a->del, old_pos));
+    QM_RET(hix_ps_add(&x->a->del, old_pos));
     return qm_index_insert(&x->a->ins, kh, new_pos);
 }
 
@@ -918,4 +798,28 @@ u64
 qm_hix_page_reads(const qm_hindex *x)
 {
     return __atomic_load_n(&x->page_reads, __ATOMIC_RELAXED);
+}
+
+/* ---- loading at open ------------------------------------------------------------------------ */
+
+int
+qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, qm_hix_state *st, u64 *gen,
+            qm_hindex **out, u8 **blob, size_t *blob_len, qm_err *err)
+{
+    *out = NULL;
+    run r;
+    QM_RET(hix_run_read(dir, shard, &r, st, gen, blob, blob_len, err));
+    qm_hindex *x = NULL;
+    int rc = qm_hix_new(dir, shard, merge_changes, &x, err);
+    if (rc) {
+        hix_run_close(qm_io_get(), &r);
+        free(*blob);
+        *blob = NULL;
+        return rc;
+    }
+    x->r = r;
+    x->count = r.nrec;
+    x->gen = *gen;
+    *out = x;
+    return 0;
 }

@@ -30,12 +30,9 @@
 #ifndef QM_HINDEX_H
 #define QM_HINDEX_H
 
+#include "hixfmt.h"
 #include "hixj.h"
 #include "qm_internal.h"
-
-#define QM_HIX_REC 12u
-#define QM_HIX_PAGE 4096u
-#define QM_HIX_PER_PAGE 341u /* 341 * 12 = 4092, then a 4-byte CRC32C */
 
 typedef struct qm_hindex qm_hindex;
 

@@ -103,6 +103,7 @@ page_crc(const u8 *page, u64 p)
 /* hindex.c */
 QM_HIDDEN void *hix_big_realloc(void *p, size_t old, size_t n);
 QM_HIDDEN void hix_big_free(void *p, size_t n);
+QM_HIDDEN int hix_ps_add(posset *s, u64 pos);
 QM_HIDDEN bool hix_ps_has(const posset *s, u64 pos);
 QM_HIDDEN u64 hix_new_run_id(void);
 QM_HIDDEN void hix_run_close(const qm_io *io, run *r);
@@ -115,6 +116,10 @@ QM_HIDDEN int hix_merge_write(qm_hindex *x, const run *r, layer *const *ls, cons
                               u64 gen, const u8 *blob, size_t blob_len, bool sync_dir, run *out,
                               qm_err *err);
 QM_HIDDEN u64 hix_new_chain_gen(void);
+/* Opens and checks the run file of shard in dir (header, sparse index, blob CRCs): *out,
+ * its state, generation and blob (malloc'd). QMDB_NOTFOUND when missing or damaged. */
+QM_HIDDEN int hix_run_read(const char *dir, unsigned shard, run *out, qm_hix_state *st, u64 *gen,
+                           u8 **blob, size_t *blob_len, qm_err *err);
 
 /* ---- the per-block memo (hixmemo.c) ---- */
 #define MEMO_POS 2

@@ -425,10 +425,9 @@ qm_hix_bulk_finish(qm_hindex *x, const qm_hix_state *st, const u8 *blob, size_t 
 }
 
 int
-qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, qm_hix_state *st, u64 *gen,
-            qm_hindex **out, u8 **blob, size_t *blob_len, qm_err *err)
+hix_run_read(const char *dir, unsigned shard, run *out, qm_hix_state *st, u64 *gen, u8 **blob,
+             size_t *blob_len, qm_err *err)
 {
-    *out = NULL;
     *blob = NULL;
     *blob_len = 0;
     char path[4200];
@@ -458,7 +457,6 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, qm_hix_state *st
         io->close(fd);
         return QMDB_NOTFOUND;
     }
-    qm_hindex *x = NULL;
     u8 *b = malloc(blen ? blen : 1);
     u8 *first = malloc(npages ? npages * 6 : 1);
     rc = (!b || !first) ? -ENOMEM : 0;
@@ -469,8 +467,6 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, qm_hix_state *st
     if (!rc && (qm_crc32c(0, first, npages * 6) != qm_get_u32le(h + 52) ||
                 qm_crc32c(0, b, blen) != qm_get_u32le(h + 56)))
         rc = QMDB_NOTFOUND;
-    if (!rc)
-        rc = qm_hix_new(dir, shard, merge_changes, &x, err);
     if (rc) {
         free(b);
         free(first);
@@ -478,14 +474,13 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, qm_hix_state *st
         return rc < 0 && rc != -ENOMEM ? qm_err_set(err, rc, "%s: %s", path, strerror(-rc)) : rc;
     }
     posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-    x->r.fd = fd;
-    x->r.id = hix_new_run_id();
-    x->r.nrec = nrec;
-    x->r.npages = npages;
-    x->r.first = first;
-    x->r.file_bytes = fsize;
-    x->count = nrec;
-    x->gen = qm_get_u64le(h + 144);
+    memset(out, 0, sizeof(*out));
+    out->fd = fd;
+    out->id = hix_new_run_id();
+    out->nrec = nrec;
+    out->npages = npages;
+    out->first = first;
+    out->file_bytes = fsize;
     st->height = qm_get_u64le(h + 64);
     st->next_sn = qm_get_u64le(h + 72);
     st->entry_size = qm_get_u64le(h + 80);
@@ -493,9 +488,17 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, qm_hix_state *st
     st->live = qm_get_u64le(h + 96);
     st->first_twig = qm_get_u64le(h + 104);
     memcpy(st->root, h + 112, 32);
-    *gen = x->gen;
-    *out = x;
+    *gen = qm_get_u64le(h + 144);
     *blob = b;
     *blob_len = blen;
     return 0;
+}
+
+void
+hix_bulk_free(qm_hindex *x)
+{
+    if (x->bulk)
+        hix_big_free(x->bulk->v, x->bulk->cap * QM_HIX_REC);
+    free(x->bulk);
+    x->bulk = NULL;
 }

@@ -94,35 +94,6 @@ verify_full_twig(qm_shard *s, u64 id, u8 (*nodes)[32], const scan_rec *recs, u64
     return 0;
 }
 
-/* Reads and decodes the entry at log offset pos, which must carry serial number sn; *p points
- * at its bytes (valid until the next scan call) and *len is its stored length. */
-static int
-scan_entry(qm_shard *s, qm_scan *sc, u64 pos, u64 sn, const u8 **p, u32 *len, qm_entry *e)
-{
-    QM_RET(qm_scan_get(sc, pos, QM_ENTRY_FIXED + 3, p));
-    *len = qm_entry_len_from_header(*p);
-    QM_RET(qm_scan_get(sc, pos, *len, p));
-    if (qm_entry_decode(*p, *len, e) != 0 || e->sn != sn)
-        return QM_CORRUPT(s->err,
-                          "%s.%010" PRIu64 ": bad entry at offset %" PRIu64 " (log offset %" PRIu64
-                          ", expected SN %" PRIu64 ")",
-                          s->entries.path_prefix, pos / s->entries.seg_size,
-                          pos % s->entries.seg_size, pos, sn);
-    return 0;
-}
-
-/* The scan must end exactly at the committed size of the log. */
-static int
-scan_end_check(qm_shard *s, u64 pos, const qm_shard_meta *m)
-{
-    if (pos == m->entry_size)
-        return 0;
-    return QM_CORRUPT(s->err,
-                      "%s: entries end at log offset %" PRIu64
-                      " but the committed size in META is %" PRIu64,
-                      s->entries.path_prefix, pos, m->entry_size);
-}
-
 static int
 recover_scan(qm_shard *s, const qm_shard_meta *m)
 {
@@ -150,7 +121,7 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
         const u8 *p;
         u32 len;
         qm_entry e;
-        QM_TRY(scan_entry(s, &sc, pos, sn, &p, &len, &e));
+        QM_TRY(qm_shard_scan_entry(s, &sc, pos, sn, &p, &len, &e));
         u64 id = sn >> QM_TWIG_SHIFT;
         unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
         qm_twig *tw = &t->twigs[id];
@@ -210,7 +181,7 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
         }
         pos += len;
     }
-    QM_TRY(scan_end_check(s, pos, m));
+    QM_TRY(qm_shard_scan_end(s, pos, m));
     if (live != m->live) {
         rc = QM_CORRUPT(s->err, "shard %u: %" PRIu64 " live entries found, META says %" PRIu64,
                         s->id, live, m->live);
@@ -232,37 +203,6 @@ out:
     free(vnodes);
     qm_scan_free(&sc);
     return rc;
-}
-
-/* Hashes the youngest twig's entries (from log offset pos) into its left tree. */
-int
-qm_shard_youngest_leaves(qm_shard *s, const qm_shard_meta *m, u64 pos)
-{
-    qm_tree *t = &s->tree;
-    u64 ysn = (t->ntwigs - 1) << QM_TWIG_SHIFT;
-    if (ysn >= m->next_sn)
-        pos = m->entry_size; /* the youngest twig has no entry yet */
-    else
-        t->twigs[t->ntwigs - 1].first_pos = pos;
-    qm_scan sc;
-    QM_RET(qm_scan_init(&sc, &s->entries, 1 << 20));
-    int rc = 0;
-    for (u64 sn = ysn; sn < m->next_sn && !rc; sn++) {
-        const u8 *p;
-        u32 elen;
-        qm_entry e;
-        rc = scan_entry(s, &sc, pos, sn, &p, &elen, &e);
-        if (!rc) {
-            qm_entry_hash(p, t->ltree[2048 + (sn & QM_TWIG_MASK)]);
-            pos += elen;
-        }
-    }
-    qm_scan_free(&sc);
-    QM_RET(rc);
-    QM_RET(scan_end_check(s, pos, m));
-    t->lt_lo = 0;
-    t->lt_hi = (unsigned)(m->next_sn - ysn);
-    return 0;
 }
 
 /* A writable open that does not keep the hybrid index up to date (the in-memory indexer)

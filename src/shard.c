@@ -556,11 +556,10 @@ qm_shard_after_commit(qm_shard *s, u64 ft)
     return rc ? rc : rc2;
 }
 
-int
-qm_shard_begin_block(qm_shard *s, struct qm_undo *undo, u64 height)
+void
+qm_shard_begin_block(qm_shard *s, struct qm_undo *undo)
 {
     s->undo = undo;
-    return qm_shard_hix_maintain(s, height);
 }
 
 int
@@ -615,4 +614,66 @@ qm_shard_add_stats(qm_shard *s, qmdb_stats *st)
     st->warm_hits += s->warm.hits;
     st->cache_dram_bytes += qm_warm_dram_bytes(&s->warm);
     pthread_mutex_unlock(&s->warm_mu);
+}
+
+/* ---- Log scans (recovery, the hybrid indexer's resume) ------------------------------ */
+
+/* Reads and decodes the entry at log offset pos, which must carry serial number sn; *p points
+ * at its bytes (valid until the next scan call) and *len is its stored length. */
+int
+qm_shard_scan_entry(qm_shard *s, qm_scan *sc, u64 pos, u64 sn, const u8 **p, u32 *len, qm_entry *e)
+{
+    QM_RET(qm_scan_get(sc, pos, QM_ENTRY_FIXED + 3, p));
+    *len = qm_entry_len_from_header(*p);
+    QM_RET(qm_scan_get(sc, pos, *len, p));
+    if (qm_entry_decode(*p, *len, e) != 0 || e->sn != sn)
+        return QM_CORRUPT(s->err,
+                          "%s.%010" PRIu64 ": bad entry at offset %" PRIu64 " (log offset %" PRIu64
+                          ", expected SN %" PRIu64 ")",
+                          s->entries.path_prefix, pos / s->entries.seg_size,
+                          pos % s->entries.seg_size, pos, sn);
+    return 0;
+}
+
+/* The scan must end exactly at the committed size of the log. */
+int
+qm_shard_scan_end(qm_shard *s, u64 pos, const qm_shard_meta *m)
+{
+    if (pos == m->entry_size)
+        return 0;
+    return QM_CORRUPT(s->err,
+                      "%s: entries end at log offset %" PRIu64
+                      " but the committed size in META is %" PRIu64,
+                      s->entries.path_prefix, pos, m->entry_size);
+}
+
+/* Hashes the youngest twig's entries (from log offset pos) into its left tree. */
+int
+qm_shard_youngest_leaves(qm_shard *s, const qm_shard_meta *m, u64 pos)
+{
+    qm_tree *t = &s->tree;
+    u64 ysn = (t->ntwigs - 1) << QM_TWIG_SHIFT;
+    if (ysn >= m->next_sn)
+        pos = m->entry_size; /* the youngest twig has no entry yet */
+    else
+        t->twigs[t->ntwigs - 1].first_pos = pos;
+    qm_scan sc;
+    QM_RET(qm_scan_init(&sc, &s->entries, 1 << 20));
+    int rc = 0;
+    for (u64 sn = ysn; sn < m->next_sn && !rc; sn++) {
+        const u8 *p;
+        u32 elen;
+        qm_entry e;
+        rc = qm_shard_scan_entry(s, &sc, pos, sn, &p, &elen, &e);
+        if (!rc) {
+            qm_entry_hash(p, t->ltree[2048 + (sn & QM_TWIG_MASK)]);
+            pos += elen;
+        }
+    }
+    qm_scan_free(&sc);
+    QM_RET(rc);
+    QM_RET(qm_shard_scan_end(s, pos, m));
+    t->lt_lo = 0;
+    t->lt_hi = (unsigned)(m->next_sn - ysn);
+    return 0;
 }

@@ -114,6 +114,12 @@ QM_HIDDEN int qm_shard_hix_rebuilt(qm_shard *s, const qm_shard_meta *m);
  * which start at log offset pos, into its left tree; checks that they end at the committed
  * log size. */
 QM_HIDDEN int qm_shard_youngest_leaves(qm_shard *s, const qm_shard_meta *m, u64 pos);
+/* Log scans: decodes the entry with serial number sn at log offset pos through sc (*p, *len:
+ * its bytes); QMDB_CORRUPT naming the segment and offset otherwise. */
+QM_HIDDEN int qm_shard_scan_entry(qm_shard *s, qm_scan *sc, u64 pos, u64 sn, const u8 **p, u32 *len,
+                                  qm_entry *e);
+/* After a scan that ended at log offset pos: the committed log size must be exactly there. */
+QM_HIDDEN int qm_shard_scan_end(qm_shard *s, u64 pos, const qm_shard_meta *m);
 
 /* Applies the shard's operations of one block (sorted by tx, key hash; deduplicated). */
 QM_HIDDEN int qm_shard_apply(qm_shard *s, u64 height, const qm_op *ops, size_t n);
@@ -128,11 +134,11 @@ QM_HIDDEN void qm_shard_meta_fill(const qm_shard *s, qm_shard_meta *m);
 QM_HIDDEN int qm_shard_after_commit(qm_shard *s, u64 ft);
 
 /* The update stage of one block (writer lock held): qm_shard_begin_block (pre-images go to
- * undo; the hybrid indexer's maintenance), qm_shard_update (apply the ops, drop the warm
+ * undo) and qm_shard_hix_maintain, qm_shard_update (apply the ops, drop the warm
  * cache), qm_shard_sync_begin (write the buffers out, take the block's sync tickets of the
  * entry log, twig file and twig-meta file, in that order), then qm_shard_end_update. The
  * flush stage calls qm_shard_sync_finish with the same tickets. */
-QM_HIDDEN int qm_shard_begin_block(qm_shard *s, struct qm_undo *undo, u64 height);
+QM_HIDDEN void qm_shard_begin_block(qm_shard *s, struct qm_undo *undo);
 QM_HIDDEN int qm_shard_update(qm_shard *s, u64 height, const qm_op *ops, size_t n);
 QM_HIDDEN int qm_shard_sync_begin(qm_shard *s, qm_hp_ticket t[3]);
 QM_HIDDEN void qm_shard_end_update(qm_shard *s);

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hixbase.c -- small pieces the hybrid indexer's files share (hindex_int.h): buffers mapped
+ * and unmapped directly, the set of erased positions, run handles and their ids. Depends on
+ * nothing else of the hybrid indexer.
+ *
+ * Thread: any; the caller owns the objects (run ids are atomic).
+ */
+#include "hindex_int.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#if defined(__SANITIZE_THREAD__)
+#define QM_NO_MREMAP 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define QM_NO_MREMAP 1
+#endif
+#endif
+
+/* Buffers of merges and rebuilds (megabytes, short-lived, often on the merger thread) are
+ * mapped and unmapped directly, so that their pages go back to the system at once instead
+ * of staying resident in a per-thread malloc arena. They grow by mremap, which moves the
+ * pages without copying them or holding both copies resident; ThreadSanitizer does not
+ * intercept mremap (pages moved onto addresses another thread once used keep that thread's
+ * shadow state and read as a race), so under TSan they grow by map, copy and unmap. */
+void *
+hix_big_realloc(void *p, size_t old, size_t n)
+{
+    void *q;
+#ifndef QM_NO_MREMAP
+    if (p) {
+        q = mremap(p, old, n, MREMAP_MAYMOVE);
+        return q == MAP_FAILED ? NULL : q;
+    }
+#endif
+    q = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED)
+        return NULL;
+    if (p) {
+        memcpy(q, p, QM_MIN(old, n));
+        munmap(p, old);
+    }
+    return q;
+}
+
+void
+hix_big_free(void *p, size_t n)
+{
+    if (p)
+        munmap(p, n);
+}
+
+/* ---- positions set ---------------------------------------------------------------------- */
+
+static inline u64
+ps_hash(u64 pos)
+{
+    return (pos >> 3) * 0x9E3779B97F4A7C15ull;
+}
+
+bool
+hix_ps_has(const posset *s, u64 pos)
+{
+    if (s->n == 0)
+        return false;
+    u64 m = s->cap - 1;
+    for (u64 i = ps_hash(pos) >> 20 & m;; i = (i + 1) & m) {
+        if (s->slot[i] == pos + 1)
+            return true;
+        if (s->slot[i] == 0)
+            return false;
+    }
+}
+
+int
+hix_ps_add(posset *s, u64 pos)
+{
+    if ((s->n + 1) * 4 > s->cap * 3) {
+        u64 ncap = s->cap ? s->cap * 2 : 1024;
+        u64 *ns = calloc(ncap, sizeof(u64));
+        if (!ns)
+            return -ENOMEM;
+        for (u64 i = 0; i < s->cap; i++) {
+            if (!s->slot[i])
+                continue;
+            u64 j = ps_hash(s->slot[i] - 1) >> 20 & (ncap - 1);
+            while (ns[j])
+                j = (j + 1) & (ncap - 1);
+            ns[j] = s->slot[i];
+        }
+        free(s->slot);
+        s->slot = ns;
+        s->cap = ncap;
+    }
+    u64 m = s->cap - 1, i = ps_hash(pos) >> 20 & m;
+    while (s->slot[i] && s->slot[i] != pos + 1)
+        i = (i + 1) & m;
+    if (!s->slot[i]) {
+        s->slot[i] = pos + 1;
+        s->n++;
+    }
+    return 0;
+}
+
+void
+hix_run_close(const qm_io *io, run *r)
+{
+    if (r->fd >= 0)
+        io->close(r->fd);
+    free(r->first);
+    memset(r, 0, sizeof(*r));
+    r->fd = -1;
+}
+
+static u64 g_run_ids; /* atomic; ids start at 1 */
+
+u64
+hix_new_run_id(void)
+{
+    return __atomic_add_fetch(&g_run_ids, 1, __ATOMIC_RELAXED);
+}
