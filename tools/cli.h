@@ -15,7 +15,7 @@
  *   cmd_proof.c   prove, verify
  *
  * Single-threaded: one run, one command; the globals below belong to that run.
- * The manual (exit codes, options, JSON schemas) is docs/qmdb-cli.md.
+ * The manual (exit codes, options, JSON schemas) is man/qmdb.1.
  */
 #ifndef QMDB_CLI_H
 #define QMDB_CLI_H
@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Exit codes: one table, documented in docs/qmdb-cli.md and `qmdb --help`. */
+/* Exit codes: one table, documented in man/qmdb.1 and `qmdb --help`. */
 enum {
     CLI_OK = 0,
     CLI_NOTFOUND = 1,  /* key absent, height above the latest, history pruned */

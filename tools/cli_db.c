@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli_db.c -- how the `qmdb` tool opens and closes a database and turns the library's
- * return codes into its exit codes (the table in cli.h and docs/qmdb-cli.md). Every open goes
+ * return codes into its exit codes (the table in cli.h and man/qmdb.1). Every open goes
  * through cli_open, with the global --indexer and --salvage. Single-threaded.
  */
 #include "cli.h"

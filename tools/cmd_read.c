@@ -2,7 +2,7 @@
 /*
  * cmd_read.c -- the `qmdb` subcommands that read a database and change no file: root, get,
  * stat and check (the deep offline check, qmdb_check). Each prints plain text, or with
- * --json one JSON object (schemas in docs/qmdb-cli.md). Single-threaded.
+ * --json one JSON object (schemas in man/qmdb.1). Single-threaded.
  */
 #include "cli.h"
 

@@ -3,7 +3,7 @@
  * qmdb_cli.c -- main of the `qmdb` command-line tool: the global options, the table of
  * subcommands with every help text, dispatch, `qmdb help`, --version, and the JSON error
  * object of a failed --json run. The other files of the tool are listed in cli.h; its manual
- * (subcommands, options, exit codes, JSON schemas) is docs/qmdb-cli.md. Uses the public API
+ * (subcommands, options, exit codes, JSON schemas) is man/qmdb.1. Uses the public API
  * (qmdb.h) only. Single-threaded.
  */
 #include "cli.h"
@@ -58,7 +58,7 @@ static const char tool_help[] =
     "  5  busy: another process has the database open (a writer excludes everyone else,\n"
     "     a reader excludes writers)\n"
     "With --json, a failure also prints {\"error\": MESSAGE, \"code\": EXIT, \"kind\": NAME}\n"
-    "on stdout. Manual: docs/qmdb-cli.md.\n";
+    "on stdout. Manual: man qmdb (man/qmdb.1).\n";
 
 static const cli_cmd tool = {
     .name = "qmdb",
