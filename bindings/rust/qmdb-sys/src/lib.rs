@@ -113,6 +113,8 @@ pub struct qmdb_stats {
     pub utilization_ratio: u32,
     pub utilization_div: u32,
     pub history_blocks: u64,
+    pub index_replayed_blocks: u64,
+    pub index_replayed_changes: u64,
 }
 
 #[repr(C)]
