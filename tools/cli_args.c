@@ -22,6 +22,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The tool's global state (cli.h): set by the parser and main, read by every command. */
+const char *cli_name = "qmdb";
+uint32_t cli_indexer = QMDB_INDEXER_AUTO;
+bool cli_salvage;
+bool cli_json;
+bool cli_json_printed;
+bool cli_stderr_line_open;
+
+void
+cli_print_version(void)
+{
+    printf("qmdb %s (on-disk format %d, proof format %d)\n", qmdb_version(), QMDB_FORMAT_VERSION,
+           QMDB_PROOF_FORMAT_VERSION);
+}
+
 static const struct {
     const char *name;
     int has_arg;

@@ -11,13 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *cli_name = "qmdb";
-uint32_t cli_indexer = QMDB_INDEXER_AUTO;
-bool cli_salvage;
-bool cli_json;
-bool cli_json_printed;
-bool cli_stderr_line_open;
-
 static const char tool_help[] =
     "usage: qmdb [GLOBAL OPTIONS] COMMAND [OPTIONS] ARGS...\n"
     "A verifiable key-value store: every committed block has a Merkle state root.\n"
@@ -183,13 +176,6 @@ find_command(const char *name)
         if (strcmp(commands[i].name, name) == 0)
             return &commands[i];
     return NULL;
-}
-
-void
-cli_print_version(void)
-{
-    printf("qmdb %s (on-disk format %d, proof format %d)\n", qmdb_version(), QMDB_FORMAT_VERSION,
-           QMDB_PROOF_FORMAT_VERSION);
 }
 
 int
