@@ -61,6 +61,7 @@ typedef enum cli_opt {
     OPT_VALUE,
     OPT_ABSENT,
     OPT_VERSION,
+    OPT_VERIFY,
     OPT_COUNT
 } cli_opt;
 
@@ -78,6 +79,7 @@ typedef struct cli_args {
     const char *pos[CLI_MAX_POS]; /* positional arguments, in order */
     int npos;
     bool json, key_str, value_str, progress, quiet, absent;
+    bool verify; /* --verify: a verifying open (every unpruned entry hashed) */
     bool has_height;
     uint64_t height;                /* --height (has_height) */
     const char *output;             /* -o / --output */
@@ -192,5 +194,8 @@ int cmd_prove(const cli_cmd *cmd, cli_args *a);
 int cmd_verify(const cli_cmd *cmd, cli_args *a);
 int cmd_help(const cli_cmd *cmd, cli_args *a); /* qmdb_cli.c */
 void cli_print_version(void);                  /* cli_args.c */
+/* Open flags of a read-only command: a fast open (the youngest twig hashed, not every
+ * entry), or a verifying one with --verify. */
+uint32_t cli_read_flags(const cli_args *a); /* cli_args.c */
 
 #endif /* QMDB_CLI_H */

@@ -37,6 +37,12 @@ cli_print_version(void)
            QMDB_PROOF_FORMAT_VERSION);
 }
 
+uint32_t
+cli_read_flags(const cli_args *a)
+{
+    return QMDB_OPEN_RDONLY | (a->verify ? 0 : QMDB_OPEN_FAST);
+}
+
 static const struct {
     const char *name;
     int has_arg;
@@ -62,6 +68,7 @@ static const struct {
     [OPT_VALUE] = {"value", required_argument},
     [OPT_ABSENT] = {"absent", no_argument},
     [OPT_VERSION] = {"version", no_argument},
+    [OPT_VERIFY] = {"verify", no_argument},
 };
 
 /* getopt_long's value for a long option: above every character. */
@@ -290,6 +297,9 @@ apply_opt(cli_opt o, const char *v, cli_args *a)
         return cli_parse_indexer(v);
     case OPT_SALVAGE:
         cli_salvage = true;
+        break;
+    case OPT_VERIFY:
+        a->verify = true;
         break;
     case OPT_JSON:
         a->json = cli_json = true;
