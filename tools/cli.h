@@ -4,10 +4,11 @@
  * table, the parsed arguments, error reporting, opening and closing a database, and the
  * JSON writer. The tool uses the public API (qmdb.h) only.
  *
- *   qmdb_cli.c    main: global options, the command table with every help text, dispatch,
- *                 `qmdb help`, --version, the JSON error object
- *   cli_args.c    the one argument parser (getopt_long) for every subcommand, numbers,
- *                 keys and values from the command line, errors on stderr
+ *   qmdb_cli.c    main: the command table with every help text, dispatch, `qmdb help`, the
+ *                 JSON error object
+ *   cli_args.c    the tool's global state and --version; the one argument parser
+ *                 (getopt_long) for every subcommand, numbers, keys and values from the
+ *                 command line, errors on stderr
  *   cli_db.c      opening and closing a database, library error codes to exit codes
  *   cli_json.c    a small JSON writer (one object per run, on stdout)
  *   cmd_write.c   init, apply (with progress), put, del
@@ -60,6 +61,7 @@ typedef enum cli_opt {
     OPT_VALUE,
     OPT_ABSENT,
     OPT_VERSION,
+    OPT_VERIFY,
     OPT_COUNT
 } cli_opt;
 
@@ -77,6 +79,7 @@ typedef struct cli_args {
     const char *pos[CLI_MAX_POS]; /* positional arguments, in order */
     int npos;
     bool json, key_str, value_str, progress, quiet, absent;
+    bool verify; /* --verify: a verifying open (every unpruned entry hashed) */
     bool has_height;
     uint64_t height;                /* --height (has_height) */
     const char *output;             /* -o / --output */
@@ -190,6 +193,9 @@ int cmd_check(const cli_cmd *cmd, cli_args *a);
 int cmd_prove(const cli_cmd *cmd, cli_args *a);
 int cmd_verify(const cli_cmd *cmd, cli_args *a);
 int cmd_help(const cli_cmd *cmd, cli_args *a); /* qmdb_cli.c */
-void cli_print_version(void);                  /* qmdb_cli.c */
+void cli_print_version(void);                  /* cli_args.c */
+/* Open flags of a read-only command: a fast open (the youngest twig hashed, not every
+ * entry), or a verifying one with --verify. */
+uint32_t cli_read_flags(const cli_args *a); /* cli_args.c */
 
 #endif /* QMDB_CLI_H */

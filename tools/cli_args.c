@@ -22,6 +22,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The tool's global state (cli.h): set by the parser and main, read by every command. */
+const char *cli_name = "qmdb";
+uint32_t cli_indexer = QMDB_INDEXER_AUTO;
+bool cli_salvage;
+bool cli_json;
+bool cli_json_printed;
+bool cli_stderr_line_open;
+
+void
+cli_print_version(void)
+{
+    printf("qmdb %s (on-disk format %d, proof format %d)\n", qmdb_version(), QMDB_FORMAT_VERSION,
+           QMDB_PROOF_FORMAT_VERSION);
+}
+
+uint32_t
+cli_read_flags(const cli_args *a)
+{
+    return QMDB_OPEN_RDONLY | (a->verify ? 0 : QMDB_OPEN_FAST);
+}
+
 static const struct {
     const char *name;
     int has_arg;
@@ -47,6 +68,7 @@ static const struct {
     [OPT_VALUE] = {"value", required_argument},
     [OPT_ABSENT] = {"absent", no_argument},
     [OPT_VERSION] = {"version", no_argument},
+    [OPT_VERIFY] = {"verify", no_argument},
 };
 
 /* getopt_long's value for a long option: above every character. */
@@ -275,6 +297,9 @@ apply_opt(cli_opt o, const char *v, cli_args *a)
         return cli_parse_indexer(v);
     case OPT_SALVAGE:
         cli_salvage = true;
+        break;
+    case OPT_VERIFY:
+        a->verify = true;
         break;
     case OPT_JSON:
         a->json = cli_json = true;

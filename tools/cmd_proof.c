@@ -44,7 +44,7 @@ cmd_prove(const cli_cmd *cmd, cli_args *a)
     if (!key)
         return CLI_USAGE;
     qmdb_db *db;
-    int rc = cli_open(a->pos[0], QMDB_OPEN_RDONLY | QMDB_OPEN_FAST, &db);
+    int rc = cli_open(a->pos[0], cli_read_flags(a), &db);
     if (rc) {
         free(key);
         return rc;

@@ -16,7 +16,7 @@ cmd_root(const cli_cmd *cmd, cli_args *a)
 {
     (void)cmd;
     qmdb_db *db;
-    int rc = cli_open(a->pos[0], QMDB_OPEN_RDONLY, &db);
+    int rc = cli_open(a->pos[0], cli_read_flags(a), &db);
     if (rc)
         return rc;
     unsigned char root[32];
@@ -48,7 +48,7 @@ cmd_get(const cli_cmd *cmd, cli_args *a)
     if (!key)
         return CLI_USAGE;
     qmdb_db *db;
-    int rc = cli_open(a->pos[0], QMDB_OPEN_RDONLY, &db);
+    int rc = cli_open(a->pos[0], cli_read_flags(a), &db);
     if (rc) {
         free(key);
         return rc;
@@ -192,7 +192,7 @@ cmd_stat(const cli_cmd *cmd, cli_args *a)
 {
     (void)cmd;
     qmdb_db *db;
-    int rc = cli_open(a->pos[0], QMDB_OPEN_RDONLY, &db);
+    int rc = cli_open(a->pos[0], cli_read_flags(a), &db);
     if (rc)
         return rc;
     qmdb_stats st = QMDB_STATS_INIT;

@@ -11,13 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *cli_name = "qmdb";
-uint32_t cli_indexer = QMDB_INDEXER_AUTO;
-bool cli_salvage;
-bool cli_json;
-bool cli_json_printed;
-bool cli_stderr_line_open;
-
 static const char tool_help[] =
     "usage: qmdb [GLOBAL OPTIONS] COMMAND [OPTIONS] ARGS...\n"
     "A verifiable key-value store: every committed block has a Merkle state root.\n"
@@ -117,24 +110,28 @@ static const cli_cmd commands[] = {
      2, 2, cmd_del, false},
     {"root", "DIR", "Prints \"<height> <root>\": the state root of the latest committed block.",
      "  --height H   the root of block H instead (exit 1 if H is above the latest)\n"
-     "  --json       {\"height\": H, \"root\": HEX}\n",
+     "  --json       {\"height\": H, \"root\": HEX}\n"
+     "  --verify     hash every unpruned entry at open, as `check` does (default: a fast open)\n",
      "  qmdb root /var/lib/qmdb --height 2\n",
-     CLI_OPTS_COMMON | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_JSON), 1, 1, cmd_root, false},
+     CLI_OPTS_COMMON | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_JSON) | CLI_OPT(OPT_VERIFY), 1, 1,
+     cmd_root, false},
     {"get", "DIR KEY",
      "Prints the value of KEY in hex; exit 1 and \"not found\" on stderr if it has none.",
      "  --str        KEY is text, and the value is printed as it is (raw bytes, then a newline)\n"
      "  --hex        KEY is hex and the value is printed in hex (the default)\n"
      "  --key-str    KEY is text (the value stays hex)\n"
      "  --value-str  the value is printed as it is\n"
-     "  --json       {\"key\": HEX, \"value\": HEX, \"length\": N}\n",
+     "  --json       {\"key\": HEX, \"value\": HEX, \"length\": N}\n"
+     "  --verify     hash every unpruned entry at open, as `check` does (default: a fast open)\n",
      "  qmdb get /var/lib/qmdb alice --key-str\n",
-     CLI_OPTS_COMMON | CLI_OPTS_KV | CLI_OPT(OPT_JSON), 2, 2, cmd_get, false},
+     CLI_OPTS_COMMON | CLI_OPTS_KV | CLI_OPT(OPT_JSON) | CLI_OPT(OPT_VERIFY), 2, 2, cmd_get, false},
     {"stat", "DIR",
      "Prints the height, live and total entries, pruned twigs, DRAM and SSD bytes per live\n"
      "entry (n/a without live entries), the indexer and the creation parameters.",
-     "  --json       one object; per-entry figures are numbers, or null without live entries\n",
-     "  qmdb stat /var/lib/qmdb --json\n", CLI_OPTS_COMMON | CLI_OPT(OPT_JSON), 1, 1, cmd_stat,
-     false},
+     "  --json       one object; per-entry figures are numbers, or null without live entries\n"
+     "  --verify     hash every unpruned entry at open, as `check` does (default: a fast open)\n",
+     "  qmdb stat /var/lib/qmdb --json\n",
+     CLI_OPTS_COMMON | CLI_OPT(OPT_JSON) | CLI_OPT(OPT_VERIFY), 1, 1, cmd_stat, false},
     {"check", "DIR",
      "Checks every file of the database offline: both META slots, every unpruned entry and\n"
      "root, ROOTS, the index. Prints \"ok: ...\" (exit 0), or each problem with its file and\n"
@@ -149,9 +146,11 @@ static const cli_cmd commands[] = {
      "  --height H         the proof is about block H (history)\n"
      "  --str, --key-str   KEY is text (default: hex)\n"
      "  --hex              KEY is hex (the default)\n"
-     "  --json             the proof's header, and the proof in hex, as one object on stdout\n",
+     "  --json             the proof's header, and the proof in hex, as one object on stdout\n"
+     "  --verify           hash every unpruned entry at open (default: a fast open)\n",
      "  qmdb prove /var/lib/qmdb alice --str -o alice.proof\n",
-     CLI_OPTS_COMMON | CLI_OPTS_KEY | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_JSON),
+     CLI_OPTS_COMMON | CLI_OPTS_KEY | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_OUTPUT) |
+         CLI_OPT(OPT_JSON) | CLI_OPT(OPT_VERIFY),
      2, 2, cmd_prove, false},
     {"verify", "--root HEX --key KEY (--value VALUE | --absent) FILE",
      "Checks the proof in FILE ('-': stdin) against the trusted state root: prints \"valid\",\n"
@@ -183,13 +182,6 @@ find_command(const char *name)
         if (strcmp(commands[i].name, name) == 0)
             return &commands[i];
     return NULL;
-}
-
-void
-cli_print_version(void)
-{
-    printf("qmdb %s (on-disk format %d, proof format %d)\n", qmdb_version(), QMDB_FORMAT_VERSION,
-           QMDB_PROOF_FORMAT_VERSION);
 }
 
 int
