@@ -115,7 +115,7 @@ global_root(qm_shard *shards, u8 out[32])
 
 /* Stage F, steps (3)-(5): makes the block described by m durable (its tickets were taken by
  * the update stage). Runs on the flusher thread, or inline. */
-int
+static int
 db_make_durable(qmdb_db *db, qm_meta *m, bool block)
 {
     /* Steps (3) and (4) are independent of each other; both precede (5). */
@@ -147,7 +147,7 @@ db_apply_prunes(qmdb_db *db)
 }
 
 /* Writes every shard's buffers out and takes the tickets of block h (create, prune). */
-int
+static int
 db_take_tickets(qmdb_db *db, u64 h)
 {
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
@@ -155,7 +155,7 @@ db_take_tickets(qmdb_db *db, u64 h)
     return 0;
 }
 
-void
+static void
 db_fill_meta(qmdb_db *db, qm_meta *m, u64 height, u64 seq)
 {
     memset(m, 0, sizeof(*m));
@@ -170,6 +170,15 @@ db_fill_meta(qmdb_db *db, qm_meta *m, u64 height, u64 seq)
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
         qm_shard_meta_fill(&db->shard[s], &m->shard[s]);
     global_root(db->shard, m->state_root);
+}
+
+int
+db_store_state(qmdb_db *db, u64 height, u64 seq)
+{
+    qm_meta m;
+    db_fill_meta(db, &m, height, seq);
+    QM_RET(db_take_tickets(db, height));
+    return db_make_durable(db, &m, false);
 }
 
 /* Stage U of block h (caller thread): prunes, prefetch, apply, buffers out. */
@@ -375,12 +384,8 @@ qmdb_prune(qmdb_db *db)
     QM_RET(db_drain(db));
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
         qm_shard_plan_prune(&db->shard[s], db->meta.height);
-    qm_meta m;
-    db_fill_meta(db, &m, db->meta.height, db->meta.seq + 1);
     /* Same height and root: only the heads move. ROOTS is rewritten with the same bytes. */
-    int rc = db_take_tickets(db, m.height);
-    if (!rc)
-        rc = db_make_durable(db, &m, false);
+    int rc = db_store_state(db, db->meta.height, db->meta.seq + 1);
     if (!rc) {
         pthread_rwlock_wrlock(&db->rw);
         db_apply_prunes(db);

@@ -90,12 +90,9 @@ QM_HIDDEN qm_pool *db_pool(qmdb_db *db, bool io);
 QM_HIDDEN int db_pools_new(qmdb_db *db, const qmdb_options *o);
 /* The state root over the 16 shard roots (contract: levels 64..67). */
 QM_HIDDEN void global_root(qm_shard *shards, u8 out[32]);
-/* Writes every shard's buffers out and takes the sync tickets of block h. */
-QM_HIDDEN int db_take_tickets(qmdb_db *db, u64 h);
-/* The metadata record of the shards' current state. */
-QM_HIDDEN void db_fill_meta(qmdb_db *db, qm_meta *m, u64 height, u64 seq);
-/* Makes the block described by m durable (fsyncs, ROOTS, META). */
-QM_HIDDEN int db_make_durable(qmdb_db *db, qm_meta *m, bool block);
+/* Writes the shards' buffers out and makes their current state durable as height, under
+ * metadata sequence seq (create, prune, the salvage repair: no block applied). */
+QM_HIDDEN int db_store_state(qmdb_db *db, u64 height, u64 seq);
 /* Batched reads and, unless disabled, the flusher thread (at the end of an open). */
 QM_HIDDEN int db_pipeline_start(qmdb_db *db, const qmdb_options *opt);
 /* The root of height (UINT64_MAX: the latest durable one), from META or ROOTS. */

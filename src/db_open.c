@@ -258,10 +258,7 @@ qmdb_create(const char *dir, const qmdb_options *opt)
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
         QM_TRY(qm_shard_seal(&db->shard[s]));
     QM_TRY(roots_open(db, true));
-    qm_meta m;
-    db_fill_meta(db, &m, 0, 0);
-    QM_TRY(db_take_tickets(db, 0));
-    QM_TRY(db_make_durable(db, &m, false));
+    QM_TRY(db_store_state(db, 0, 0));
     QM_TRY(qm_io_fsync_dir(dir));
 out:
     if (rc)
@@ -357,10 +354,7 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
     if (salvage && !db->par.rdonly) {
         /* Repair META: the next sequence (same height and state) overwrites the damaged slot,
          * so later opens need no flag. */
-        qm_meta m;
-        db_fill_meta(db, &m, db->meta.height, db->meta.seq + 1);
-        QM_TRY(db_take_tickets(db, m.height));
-        QM_TRY(db_make_durable(db, &m, false));
+        QM_TRY(db_store_state(db, db->meta.height, db->meta.seq + 1));
     }
     QM_TRY(db_pipeline_start(db, opt));
 out:
