@@ -180,7 +180,11 @@ typedef struct qmdb_options {
 #define QMDB_OPEN_NO_AUTO_PRUNE 0x2u
 /** Open flag: replace the stored history_blocks with options->history_blocks. */
 #define QMDB_OPEN_SET_HISTORY 0x4u
-/** Open flag: open for reading only (no commits; no files are changed). */
+/** Open flag: open for reading only (no commits; no files are changed). Takes no lock: it
+ *  works while a writer (in this or another process) holds the database, never waits for it
+ *  and never makes it fail. The handle reads the latest durable height at open (qmdb_height)
+ *  and keeps answering for it; reopen to see newer blocks. If the writer changed the
+ *  database during each of 50 attempts to open, QMDB_BUSY (docs/RELIABILITY.md). */
 #define QMDB_OPEN_RDONLY 0x8u
 /** Open flag: sequential mode. Each block's prefetch, update, hashing and flush run to
  *  completion inside qmdb_commit/qmdb_submit (for debugging and the pipeline ablation). By

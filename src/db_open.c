@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static _Thread_local char open_error[512];
@@ -99,23 +100,25 @@ opt_check(const qmdb_options *o, qm_err *err)
     return opt_check_open(o, err);
 }
 
-/* Inter-process exclusion: a flock on the database directory itself, shared for read-only
- * handles and exclusive for a writer. Unlike a lock file, the directory cannot be deleted
- * or swapped while it holds the database, and opening it needs no write permission (so a
- * read-only open works on a read-only file system). The inode is checked against the path
- * after locking, in case the directory was renamed and replaced meanwhile. */
+/* Inter-process exclusion of writers: an exclusive flock on the database directory itself.
+ * Unlike a lock file, the directory cannot be deleted or swapped while it holds the
+ * database. The inode is checked against the path after locking, in case the directory was
+ * renamed and replaced meanwhile. Read-only handles take no lock (see db_open_reader): they
+ * read a durable state that a writer never changes, so they neither wait for a writer nor
+ * keep one out. */
 static int
 db_lock(qmdb_db *db)
 {
+    if (db->par.rdonly)
+        return 0;
     const qm_io *io = qm_io_get();
     int fd = io->open(db->dir, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0)
         return qm_err_set(&db->err, fd, "cannot open directory %s: %s", db->dir, qmdb_strerror(fd));
     db->lock_fd = fd;
-    int rc = io->lock(fd, !db->par.rdonly);
+    int rc = io->lock(fd, true);
     if (rc == -EWOULDBLOCK)
-        return qm_err_set(&db->err, QMDB_BUSY, "%s is in use by another handle (%s)", db->dir,
-                          db->par.rdonly ? "a writer" : "a reader or a writer");
+        return qm_err_set(&db->err, QMDB_BUSY, "%s is in use by another writer", db->dir);
     if (rc)
         return qm_err_set(&db->err, rc, "cannot lock %s: %s", db->dir, qmdb_strerror(rc));
     struct stat a, b;
@@ -271,32 +274,11 @@ fail_early:
     return rc;
 }
 
-int
-qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
+/* One attempt at opening (qmdb_open retries a read-only one). *seq is the META sequence the
+ * attempt read (*have_seq false if it read none). */
+static int
+db_open_once(const char *dir, const qmdb_options *opt, qmdb_db **out, u64 *seq, bool *have_seq)
 {
-    qmdb_options defaults;
-    open_error[0] = '\0';
-    *out = NULL;
-    if (!opt) {
-        qmdb_options_init(&defaults);
-        opt = &defaults;
-    }
-    if (!dir || !*dir || opt->struct_size < sizeof(qmdb_options))
-        return QMDB_INVALID;
-    {
-        qm_err oerr = {{0}};
-        int orc = opt_check_open(opt, &oerr);
-        if (orc) {
-            snprintf(open_error, sizeof(open_error), "%s", oerr.msg);
-            return orc;
-        }
-    }
-    struct stat st;
-    if (stat(dir, &st) < 0) {
-        int e = errno;
-        snprintf(open_error, sizeof(open_error), "%s: %s", dir, strerror(e));
-        return e == ENOENT ? QMDB_NOTADB : -e;
-    }
     qmdb_db *db = db_alloc(dir);
     if (!db)
         return -ENOMEM;
@@ -305,10 +287,15 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
     db->par.verify = (opt->flags & QMDB_OPEN_FAST) == 0;
     db->auto_prune = !(opt->flags & QMDB_OPEN_NO_AUTO_PRUNE);
     bool salvage = (opt->flags & QMDB_OPEN_SALVAGE) != 0;
+    *have_seq = false;
     QM_TRY(qm_meta_load(dir, salvage, &db->meta, &db->err));
-    QM_TRY(db_lock(db));
-    /* Reload under the lock: another process may have committed meanwhile. */
-    QM_TRY(qm_meta_load(dir, salvage, &db->meta, &db->err));
+    if (!db->par.rdonly) {
+        QM_TRY(db_lock(db));
+        /* Reload under the lock: another process may have committed meanwhile. */
+        QM_TRY(qm_meta_load(dir, salvage, &db->meta, &db->err));
+    }
+    *seq = db->meta.seq;
+    *have_seq = true;
     db->par.compact_thres = db->meta.compact_thres;
     db->par.util_ratio = db->meta.util_ratio;
     db->par.util_div = db->meta.util_div;
@@ -366,6 +353,80 @@ out:
     }
     *out = db;
     return 0;
+}
+
+/* Whether a failed read-only open should try again: a writer in another process moved the
+ * database on while the attempt ran (a new META sequence, so the attempt may have met files
+ * the writer pruned meanwhile), or META could not be read at all, which a read racing the
+ * writer's rewrite of a slot can cause (tried a few times: a damaged META stays damaged). */
+static bool
+db_reader_retry(const char *dir, bool salvage, bool have_seq, u64 seq, unsigned *meta_fails)
+{
+    qm_meta m;
+    qm_err err = {{0}};
+    if (qm_meta_load(dir, salvage, &m, &err) != 0)
+        return ++*meta_fails <= 3;
+    return !have_seq || m.seq != seq;
+}
+
+#define DB_READER_ATTEMPTS 50
+
+/*
+ * A read-only open takes no lock, so a writer process may commit, compact, prune and reopen
+ * while it runs. The attempt reads one META (a durable state) and never reads past the sizes
+ * it records; the files of that state hold their bytes until a writer prunes their segments,
+ * and an attempt that fails because it met such a change (META has moved on) is retried
+ * against the newer state. Once open, the handle keeps every segment of its state open, so a
+ * later prune by the writer does not take data away from it.
+ */
+int
+qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
+{
+    qmdb_options defaults;
+    open_error[0] = '\0';
+    *out = NULL;
+    if (!opt) {
+        qmdb_options_init(&defaults);
+        opt = &defaults;
+    }
+    if (!dir || !*dir || opt->struct_size < sizeof(qmdb_options))
+        return QMDB_INVALID;
+    {
+        qm_err oerr = {{0}};
+        int orc = opt_check_open(opt, &oerr);
+        if (orc) {
+            snprintf(open_error, sizeof(open_error), "%s", oerr.msg);
+            return orc;
+        }
+    }
+    struct stat st;
+    if (stat(dir, &st) < 0) {
+        int e = errno;
+        snprintf(open_error, sizeof(open_error), "%s: %s", dir, strerror(e));
+        return e == ENOENT ? QMDB_NOTADB : -e;
+    }
+    bool rdonly = (opt->flags & QMDB_OPEN_RDONLY) != 0;
+    bool salvage = (opt->flags & QMDB_OPEN_SALVAGE) != 0;
+    unsigned meta_fails = 0;
+    for (unsigned attempt = 1;; attempt++) {
+        u64 seq = 0;
+        bool have_seq = false;
+        int rc = db_open_once(dir, opt, out, &seq, &have_seq);
+        if (rc == 0 || !rdonly || rc == QMDB_NOTADB || rc == QMDB_INVALID ||
+            rc == QMDB_VERSION_MISMATCH || rc == -ENOMEM || rc == -EACCES || rc == -EPERM ||
+            !db_reader_retry(dir, salvage, have_seq, seq, &meta_fails))
+            return rc;
+        if (attempt == DB_READER_ATTEMPTS) {
+            size_t n = strlen(open_error);
+            snprintf(open_error + n, sizeof(open_error) - n,
+                     " (a writer changed the database during each of %u attempts to open it;"
+                     " try again)",
+                     attempt);
+            return QMDB_BUSY;
+        }
+        struct timespec ts = {0, (long)QM_MIN(attempt, 20u) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 int

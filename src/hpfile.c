@@ -77,7 +77,14 @@ seg_dfd_locked(qm_hpfile *f, u64 seg, bool direct, int *fd_out)
     if (f->dfds[seg] < 0) {
         char path[4096];
         seg_path(f, seg, path, sizeof(path));
+        /* A read-only handle holds every committed segment open since its open (fds); if a
+         * writer in another process has pruned the file since, its path is gone but the
+         * inode lives on, reachable through the held descriptor. */
         int fd = open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+        if (fd < 0 && errno == ENOENT && f->rdonly && seg < f->nfds && f->fds[seg] >= 0) {
+            snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fds[seg]);
+            fd = open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+        }
         if (fd < 0 && direct && errno == EINVAL) { /* no O_DIRECT here (tmpfs): buffered */
             direct = false;
             fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -62,12 +62,13 @@ cmd_get(const cli_cmd *cmd, cli_args *a)
         rc = val ? qmdb_get(db, key, klen, val, vlen, &vlen) : -ENOMEM;
     }
     if (rc == QMDB_NOTFOUND) {
-        rc = cli_error(CLI_NOTFOUND, "not found");
+        rc = cli_error(CLI_NOTFOUND, "not found at height %" PRIu64, qmdb_height(db));
     } else if (rc) {
         rc = cli_db_fail(NULL, rc, db);
     } else if (a->json) {
         cli_json_w w;
         json_begin(&w, stdout);
+        json_u64(&w, "height", qmdb_height(db));
         json_hex(&w, "key", key, klen);
         json_hex(&w, "value", val, vlen);
         json_u64(&w, "length", vlen);

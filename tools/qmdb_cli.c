@@ -48,8 +48,8 @@ static const char tool_help[] =
     "  2  usage error or bad input (also: no database in DIR, or one already there)\n"
     "  3  database or I/O error: corruption, a failed check, a script that cannot be read\n"
     "  4  the proof does not verify\n"
-    "  5  busy: another process has the database open (a writer excludes everyone else,\n"
-    "     a reader excludes writers)\n"
+    "  5  busy: another writer has the database open (readers never are busy, unless a\n"
+    "     writer changed the database during each of 50 attempts to open it)\n"
     "With --json, a failure also prints {\"error\": MESSAGE, \"code\": EXIT, \"kind\": NAME}\n"
     "on stdout. Manual: man qmdb (man/qmdb.1).\n";
 

@@ -474,10 +474,6 @@ test_lock(void)
     unlink(f);
     CHECK_RC(qmdb_open(dir, NULL, &b), QMDB_BUSY);
     CHECK(b == NULL);
-    qmdb_options o;
-    qmdb_options_init(&o);
-    o.flags = QMDB_OPEN_RDONLY;
-    CHECK_RC(qmdb_open(dir, &o, &b), QMDB_BUSY);
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -487,16 +483,40 @@ test_lock(void)
     int status = 0;
     REQUIRE(waitpid(pid, &status, 0) == pid);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    CHECK_OK(qmdb_close(a));
-    /* Readers share: two read-only handles at once, and the writer waits for both. */
-    a = reopen(dir, NULL, QMDB_OPEN_RDONLY);
+    /* Readers take no lock: a read-only handle opens while the writer holds the database
+     * and reads its durable state; it keeps that state while the writer commits on. */
+    uint8_t r1[32], r2[32], tmp[32];
+    qmdb_batch *bt;
+    CHECK_OK(qmdb_batch_new(&bt));
+    CHECK_OK(qmdb_batch_put(bt, "k", 1, "v1", 2));
+    CHECK_OK(qmdb_commit(a, 1, bt, r1));
     b = reopen(dir, NULL, QMDB_OPEN_RDONLY);
-    qmdb_db *w = NULL;
-    CHECK_RC(qmdb_open(dir, NULL, &w), QMDB_BUSY);
+    CHECK_EQ_U64(qmdb_height(b), 1);
+    qmdb_batch_reset(bt);
+    CHECK_OK(qmdb_batch_put(bt, "k", 1, "v2", 2));
+    CHECK_OK(qmdb_commit(a, 2, bt, r2));
+    uint8_t val[8];
+    size_t vlen = 0;
+    CHECK_EQ_U64(qmdb_height(b), 1);
+    CHECK_OK(qmdb_get(b, "k", 1, val, sizeof(val), &vlen));
+    CHECK(vlen == 2 && memcmp(val, "v1", 2) == 0);
+    CHECK_OK(qmdb_root(b, UINT64_MAX, tmp));
+    CHECK_MEM(tmp, r1, 32);
+    CHECK_RC(qmdb_root(b, 2, tmp), QMDB_NOTFOUND);
+    qmdb_db *c = reopen(dir, NULL, QMDB_OPEN_RDONLY);
+    CHECK_EQ_U64(qmdb_height(c), 2);
+    CHECK_OK(qmdb_get(c, "k", 1, val, sizeof(val), &vlen));
+    CHECK(vlen == 2 && memcmp(val, "v2", 2) == 0);
+    /* A writer opens (and recovers) while read-only handles are open. */
     CHECK_OK(qmdb_close(a));
+    a = reopen(dir, NULL, 0);
+    CHECK_EQ_U64(qmdb_height(a), 2);
+    CHECK_OK(qmdb_get(b, "k", 1, val, sizeof(val), &vlen));
+    CHECK(vlen == 2 && memcmp(val, "v1", 2) == 0);
+    qmdb_batch_free(bt);
     CHECK_OK(qmdb_close(b));
-    w = reopen(dir, NULL, 0);
-    CHECK_OK(qmdb_close(w));
+    CHECK_OK(qmdb_close(c));
+    CHECK_OK(qmdb_close(a));
 }
 
 int

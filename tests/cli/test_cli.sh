@@ -59,7 +59,7 @@ expect_eq "$("$Q" get "$d" alice --key-str)" "08" "get --key-str (value in hex)"
 expect_eq "$("$Q" get "$d" alice --str | od -An -tx1 | tr -d ' ')" "080a" "get --str: raw value, newline"
 "$Q" get "$d" nobody --str > "$T/out" 2> "$T/err"; rc=$?
 expect_rc $rc 1 "get missing"; expect_eq "$(cat "$T/out")" "" "get missing: nothing on stdout"
-expect_eq "$(cat "$T/err")" "qmdb get: not found" "get missing: stderr"
+expect_eq "$(cat "$T/err")" "qmdb get: not found at height 4" "get missing: stderr"
 expect_eq "$("$Q" root "$d" --height 2)" "$(sed -n 2p "$V/example.expected")" "root --height"
 "$Q" root "$d" --height 99 > /dev/null 2>&1; expect_rc $? 1 "root above latest"
 "$Q" stat "$d" | grep -q "^dram bytes per live entry: " && ok || bad "stat output"

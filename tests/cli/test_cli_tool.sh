@@ -2,8 +2,8 @@
 # test_cli_tool.sh QMDB VECTORS_DIR -- the `qmdb` tool as operators use it: the argument parser
 # (options in any order for every subcommand, --help, unknown commands and options, nothing
 # created by a bad or --help command line), --json output checked against the plain output,
-# one-shot put/del, get's not-found, exit 5 on a database another process holds, and the
-# progress of apply (stderr only). Needs python3 (JSON parsing) and, for the terminal case,
+# one-shot put/del, get's not-found, exit 5 for a writer on a database another process holds,
+# readers of a database a writer holds, and the progress of apply (stderr only). Needs python3 (JSON parsing) and, for the terminal case,
 # script(1) (skipped without it).
 set -u
 Q=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -197,7 +197,7 @@ expect_rc $rc 0 "del --str"
 run get "$P" "hello key" --str
 expect_rc $rc 1 "get --str after del --str"
 expect_eq "$(cat "$T/out")" "" "get not found: stdout empty"
-expect_eq "$(cat "$T/err")" "qmdb get: not found" "get not found: stderr"
+expect_eq "$(cat "$T/err")" "qmdb get: not found at height 5" "get not found: stderr"
 
 # ---- 5. --json ----------------------------------------------------------------------------
 json_ok() { # label, args: runs, expects exit 0 and one JSON value on stdout
@@ -327,20 +327,38 @@ busy put "$B" 03 04
 busy del "$B" 01
 printf 'block 2\ncommit\n' > "$T/b2.ops"
 busy apply "$B" "$T/b2.ops"
-busy root "$B"
-busy get "$B" 01
-busy stat "$B"
-busy check "$B"
-busy prove "$B" 01 -o "$T/pb"
-busy root "$B" --json
+busy put "$B" 03 04 --json
 expect_eq "$(jq_py "$T/out" 'd["code"], d["kind"]')" "(5, 'busy')" "busy: JSON error object"
+# Readers take no lock: they answer from the state the writer has made durable.
+run root "$B" --json
+expect_rc $rc 0 "live: root"
+expect_eq "$(jq_py "$T/out" 'd["height"]')" "1" "live: root sees the committed block"
+LIVE_ROOT=$(jq_py "$T/out" 'd["root"]')
+run get "$B" 01 --json
+expect_rc $rc 0 "live: get"
+expect_eq "$(jq_py "$T/out" 'd["height"], d["value"]')" "(1, '02')" "live: get's height and value"
+run get "$B" 05
+expect_rc $rc 1 "live: get of an absent key"
+expect_eq "$(cat "$T/err")" "qmdb get: not found at height 1" "live: not found names the height"
+run stat "$B" --json
+expect_eq "$(jq_py "$T/out" 'd["height"], d["live_entries"]')" "(1, 1)" "live: stat"
+run check "$B"
+expect_rc $rc 0 "live: check"
+run prove "$B" 01 -o "$T/pb"
+expect_rc $rc 0 "live: prove"
+run verify --root "$LIVE_ROOT" --key 01 --value 02 "$T/pb"
+expect_rc $rc 0 "live: the proof verifies against the root read"
+printf 'block 2\nput 01 03\ncommit\n' >&3
+for _ in $(seq 300); do [ "$(wc -l < "$T/hold.out")" -ge 2 ] && break; sleep 0.1; done
+run get "$B" 01 --json
+expect_eq "$(jq_py "$T/out" 'd["height"], d["value"]')" "(2, '03')" "live: a later get sees block 2"
 exec 3>&-
 wait "$HOLD_PID"
 expect_rc $? 0 "the holding apply"
 HOLD_PID=""
 run put "$B" 03 04
 expect_rc $rc 0 "put once the holder is gone"
-expect_eq "$(cut -d' ' -f1 "$T/out")" "2" "put once the holder is gone: height"
+expect_eq "$(cut -d' ' -f1 "$T/out")" "3" "put once the holder is gone: height"
 
 # ---- 7. progress: stderr only ---------------------------------------------------------------
 awk 'BEGIN { for (b = 1; b <= 3; b++) { print "block " b; for (i = 0; i < 500; i++) printf "put %02x%04x 01\n", b, i; print "commit" } }' > "$T/prog.ops"

@@ -75,22 +75,39 @@ test_hpfile(void)
     CHECK_OK(qm_hpfile_read(&f, 140000, back, 100));
     CHECK(memcmp(back, data + 140000, 100) == 0);
     CHECK_EQ_U64(qm_hpfile_disk_bytes(&f), committed - 131072);
+
+    /* A read-only handle opened before a writer prunes keeps reading the pruned bytes, also
+     * through the descriptors that batched reads open only later. */
+    qm_hpfile ro;
+    CHECK_OK(qm_hpfile_open(&ro, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 0, false, true},
+                            &err));
+    CHECK_OK(qm_hpfile_prune_head(&f, 200000));
+    CHECK(!exists("h.0000000002"));
+    memset(back, 0, 100);
+    CHECK_OK(qm_hpfile_read(&ro, 140000, back, 100));
+    CHECK(memcmp(back, data + 140000, 100) == 0);
+    int dfd = -1;
+    uint64_t doff = 0, left = 0;
+    CHECK_OK(qm_hpfile_read_fd(&ro, 140000, false, &dfd, &doff, &left));
+    CHECK(dfd >= 0 && pread(dfd, back, 100, (off_t)doff) == 100);
+    CHECK(memcmp(back, data + 140000, 100) == 0);
+    qm_hpfile_close(&ro);
     qm_hpfile_close(&f);
 
     /* A committed segment that is missing or short is corruption, not a crash. */
     CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 1000, false, false}, &err));
+        &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false}, &err));
     qm_hpfile_close(&f);
     char p[512];
     snprintf(p, sizeof(p), "%s/h.0000000003", dir);
     CHECK(truncate(p, 100) == 0);
     CHECK_RC(qm_hpfile_open(
-                 &f, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 1000, false, false}, &err),
+                 &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false}, &err),
              QMDB_CORRUPT);
     CHECK(strstr(err.msg, "h.0000000003") != NULL);
     CHECK(unlink(p) == 0);
     CHECK_RC(qm_hpfile_open(
-                 &f, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 1000, false, false}, &err),
+                 &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false}, &err),
              QMDB_CORRUPT);
 }
 
