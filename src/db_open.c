@@ -2,7 +2,7 @@
 /*
  * db_open.c -- the life of a handle (db_int.h): options, qmdb_create, qmdb_open (the lock,
  * META under the damage rule, recovery of every shard on the pool, ROOTS, the salvage
- * repair), qmdb_close (the hybrid indexer's checkpoint), and qmdb_check (META slots, then a
+ * repair), qmdb_close (the index checkpoint), and qmdb_check (META slots, then a
  * read-only handle for the checker).
  *
  * Thread: the caller's (create, open, close and check are writer functions).
@@ -208,7 +208,7 @@ static int
 job_shard_checkpoint(void *arg, size_t i)
 {
     qmdb_db *db = arg;
-    return qm_shard_checkpoint(&db->shard[i], db->meta.height);
+    return qm_shard_checkpoint(&db->shard[i], db->dir, db->meta.height);
 }
 
 int
@@ -381,11 +381,11 @@ qmdb_close(qmdb_db *db)
         pthread_mutex_unlock(&db->mu);
         pthread_join(db->flusher, NULL);
     }
-    /* Hybrid indexer: a checkpoint of the committed state, so the next open skips the log
-     * scan. Only when every applied block is durable; a failure costs the next open a
-     * rebuild, never data: QMDB_NO_CHECKPOINT, the cause in open_error. */
+    /* Either indexer: a checkpoint of the committed state (the run files sXX.hix), so the
+     * next fast open skips the log scan. Only when every applied block is durable; a failure
+     * costs the next open a scan, never data: QMDB_NO_CHECKPOINT, the cause in open_error. */
     int rc = 0;
-    if (!db->par.rdonly && db->par.hybrid && !db_fatal(db) && db->submitted == db->meta.height) {
+    if (!db->par.rdonly && !db_fatal(db) && db->submitted == db->meta.height) {
         db->err.msg[0] = '\0';
         rc = qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_checkpoint, db);
     }

@@ -78,21 +78,6 @@ shard_snapshot(qm_shard *s, u64 height, qm_hix_state *st, u8 **blob, size_t *len
     return 0;
 }
 
-int
-qm_shard_checkpoint(qm_shard *s, u64 height)
-{
-    if (!s->index.hyb || s->par->rdonly)
-        return 0;
-    qm_hix_state st;
-    u8 *blob = NULL;
-    size_t len = 0;
-    int rc = shard_snapshot(s, height, &st, &blob, &len);
-    if (!rc)
-        rc = qm_hix_checkpoint(s->index.hyb, &st, blob, len);
-    free(blob);
-    return rc;
-}
-
 typedef struct snap_arg {
     qm_shard *s;
     u64 height;
@@ -195,12 +180,72 @@ replay(qm_shard *s, qm_hindex *x, const u8 *p, size_t len, u64 sn0, qm_hixj_blk 
     return len == 0;
 }
 
+/* The checks of a run's state st and blob (len bytes) against the committed state m at height
+ * H that every resume makes: the blob holds the twigs first_twig..youngest of st, and st is
+ * not ahead of m, and equals it when st.height == H. *ntw: the blob's twigs. */
+static bool
+ckpt_fits(const qm_hix_state *st, const u8 *blob, size_t len, const qm_shard_meta *m, u64 H,
+          u64 *ntw)
+{
+    *ntw = len >= 16 ? qm_get_u64le(blob + 8) : 0;
+    if (len < 16 || *ntw > (len - 16) / CKPT_TWIG || len != 16 + *ntw * CKPT_TWIG ||
+        st->first_twig + *ntw != (st->next_sn >> QM_TWIG_SHIFT) + 1)
+        return false;
+    if (st->height > H || st->next_sn > m->next_sn || st->entry_size > m->entry_size ||
+        st->first_twig > m->first_twig)
+        return false;
+    return st->height < H || (st->next_sn == m->next_sn && st->entry_size == m->entry_size &&
+                              st->live == m->live && memcmp(st->root, m->root, 32) == 0);
+}
+
+/* ActiveBits and deactivation heights of m's unpruned twigs from the blob of state st (ntw
+ * twigs), with every SN appended since st set. */
+static void
+ckpt_restore_bits(qm_shard *s, const qm_hix_state *st, const u8 *blob, u64 ntw,
+                  const qm_shard_meta *m)
+{
+    qm_tree *t = &s->tree;
+    u64 sn0 = m->first_twig << QM_TWIG_SHIFT, youngest = t->ntwigs - 1;
+    for (u64 id = m->first_twig; id <= youngest; id++) {
+        qm_twig *tw = &t->twigs[id];
+        u64 i = id - st->first_twig;
+        if (i < ntw) {
+            memcpy(tw->active, blob + 16 + i * CKPT_TWIG, QM_ACTIVE_BYTES);
+            tw->deact_height = qm_get_u64le(blob + 16 + i * CKPT_TWIG + QM_ACTIVE_BYTES);
+        } else {
+            memset(tw->active, 0, QM_ACTIVE_BYTES);
+            tw->deact_height = 0;
+        }
+    }
+    for (u64 sn = QM_MAX(st->next_sn, sn0); sn < m->next_sn; sn++) {
+        unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
+        t->twigs[sn >> QM_TWIG_SHIFT].active[bit >> 3] |= (u8)(1u << (bit & 7));
+    }
+}
+
+/* Once ActiveBits are final: each twig's count, their sum m's live count; then the youngest
+ * twig's leaves from the log (its first entry at log offset yfirst). false: they do not fit
+ * (or the log could not be read: the scan that follows reports it). */
+static bool
+ckpt_finish(qm_shard *s, const qm_shard_meta *m, u64 yfirst)
+{
+    qm_tree *t = &s->tree;
+    u64 live = 0;
+    for (u64 id = m->first_twig; id < t->ntwigs; id++) {
+        qm_twig *tw = &t->twigs[id];
+        tw->nactive = 0;
+        for (unsigned k = 0; k < QM_ACTIVE_BYTES; k++)
+            tw->nactive += (u32)__builtin_popcount(tw->active[k]);
+        live += tw->nactive;
+    }
+    return live == m->live && qm_shard_youngest_leaves(s, m, yfirst) == 0;
+}
+
 int
 qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
 {
-    qm_tree *t = &s->tree;
     const qm_io *io = qm_io_get();
-    u64 H = s->par->height, gen = 0;
+    u64 H = s->par->height, gen = 0, ntw = 0;
     qm_hix_state st;
     qm_hindex *x = NULL;
     u8 *blob = NULL, *j1 = NULL, *j2 = NULL;
@@ -210,15 +255,7 @@ qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
     if (rc)
         return rc;
     rc = QMDB_NOTFOUND; /* until everything fits */
-    u64 ntw = len >= 16 ? qm_get_u64le(blob + 8) : 0;
-    if (len < 16 || ntw > (len - 16) / CKPT_TWIG || len != 16 + ntw * CKPT_TWIG ||
-        st.first_twig + ntw != (st.next_sn >> QM_TWIG_SHIFT) + 1)
-        goto out;
-    if (st.height > H || st.next_sn > m->next_sn || st.entry_size > m->entry_size ||
-        st.first_twig > m->first_twig)
-        goto out;
-    if (st.height == H && (st.next_sn != m->next_sn || st.entry_size != m->entry_size ||
-                           st.live != m->live || memcmp(st.root, m->root, 32) != 0))
+    if (!ckpt_fits(&st, blob, len, m, H, &ntw))
         goto out;
     last_h = st.height;
     if (st.height < H) {
@@ -231,37 +268,13 @@ qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
             goto out;
     }
     /* ActiveBits: the run's state, the SNs appended since, then the journal's changes. */
-    u64 sn0 = m->first_twig << QM_TWIG_SHIFT, youngest = t->ntwigs - 1;
-    for (u64 id = m->first_twig; id <= youngest; id++) {
-        qm_twig *tw = &t->twigs[id];
-        u64 i = id - st.first_twig;
-        if (i < ntw) {
-            memcpy(tw->active, blob + 16 + i * CKPT_TWIG, QM_ACTIVE_BYTES);
-            tw->deact_height = qm_get_u64le(blob + 16 + i * CKPT_TWIG + QM_ACTIVE_BYTES);
-        } else {
-            memset(tw->active, 0, QM_ACTIVE_BYTES);
-            tw->deact_height = 0;
-        }
-    }
-    for (u64 sn = QM_MAX(st.next_sn, sn0); sn < m->next_sn; sn++) {
-        unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
-        t->twigs[sn >> QM_TWIG_SHIFT].active[bit >> 3] |= (u8)(1u << (bit & 7));
-    }
+    ckpt_restore_bits(s, &st, blob, ntw, m);
+    u64 sn0 = m->first_twig << QM_TWIG_SHIFT;
     qm_hixj_blk last = {st.height, st.next_sn, st.entry_size, st.live, qm_get_u64le(blob)};
     if (!replay(s, x, j1, l1, sn0, &last) || !replay(s, x, j2, l2, sn0, &last))
         goto out;
     if (last.height != H || last.next_sn != m->next_sn || last.entry_size != m->entry_size ||
-        last.live != m->live || qm_hix_count(x) != m->live)
-        goto out;
-    u64 live = 0;
-    for (u64 id = m->first_twig; id <= youngest; id++) {
-        qm_twig *tw = &t->twigs[id];
-        tw->nactive = 0;
-        for (unsigned k = 0; k < QM_ACTIVE_BYTES; k++)
-            tw->nactive += (u32)__builtin_popcount(tw->active[k]);
-        live += tw->nactive;
-    }
-    if (live != m->live || qm_shard_youngest_leaves(s, m, last.yfirst) != 0)
+        last.live != m->live || qm_hix_count(x) != m->live || !ckpt_finish(s, m, last.yfirst))
         goto out;
     /* Later blocks continue the journal of the run's generation (with the next generation's
      * records moved into it: its file is reused by the next merge). */
@@ -285,5 +298,92 @@ out:
     free(blob);
     free(j1);
     free(j2);
+    return rc;
+}
+
+/* ---- the in-memory indexer's checkpoint ---------------------------------------------------- */
+
+static int
+mem_walk(void *warg, qm_hix_fn fn, void *fnarg)
+{
+    const qm_shard *s = warg;
+    return qm_index_foreach(&s->index.mem, s->id, fn, fnarg);
+}
+
+typedef struct mem_load {
+    qm_index *x;
+    unsigned shard;
+    u64 prev; /* the previous record's key */
+    u64 entry_size;
+} mem_load;
+
+/* One run record into the in-memory index. The records come in key order, so appending keeps
+ * every unit sorted (no sort afterwards); one outside the shard, out of order or past the log
+ * stops the load. */
+static int
+mem_load_rec(void *arg, const u8 key6[6], u64 pos)
+{
+    mem_load *l = arg;
+    u64 k = qm_get_u48be(key6);
+    if ((unsigned)(key6[0] >> 4) != l->shard || k < l->prev || pos >= l->entry_size)
+        return QMDB_NOTFOUND;
+    l->prev = k;
+    u8 kh[32] = {0};
+    memcpy(kh, key6, 6);
+    return qm_index_bulk_add(l->x, kh, pos);
+}
+
+int
+qm_shard_mem_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
+{
+    u64 H = s->par->height, gen = 0, ntw = 0;
+    qm_hix_state st;
+    qm_hindex *x = NULL;
+    u8 *blob = NULL;
+    size_t len = 0;
+    int rc = qm_hix_load(dir, s->id, 0, &st, &gen, &x, &blob, &len, s->err);
+    if (rc)
+        return rc;
+    rc = QMDB_NOTFOUND; /* until everything fits */
+    /* Exactly the committed state: no journal follows a run for this indexer. */
+    if (!ckpt_fits(&st, blob, len, m, H, &ntw) || st.height != H || qm_hix_count(x) != m->live)
+        goto out;
+    ckpt_restore_bits(s, &st, blob, ntw, m);
+    mem_load l = {&s->index.mem, s->id, 0, m->entry_size};
+    int wrc = qm_hix_foreach(x, mem_load_rec, &l); /* checks every page's CRC */
+    if (wrc == -ENOMEM) {
+        rc = wrc;
+        goto out;
+    }
+    if (wrc || s->index.mem.count != m->live || !ckpt_finish(s, m, qm_get_u64le(blob)))
+        goto out;
+    rc = 0;
+out:
+    if (rc) {
+        qm_index_free(&s->index.mem);
+        s->err->msg[0] = '\0';
+    }
+    qm_hix_free(x);
+    free(blob);
+    return rc;
+}
+
+int
+qm_shard_checkpoint(qm_shard *s, const char *dir, u64 height)
+{
+    if (s->par->rdonly)
+        return 0;
+    /* The in-memory index came from the run on disk and no block was committed since: that
+     * run is this checkpoint. */
+    if (!s->index.hyb && s->index_resumed && height == s->par->height)
+        return 0;
+    qm_hix_state st;
+    u8 *blob = NULL;
+    size_t len = 0;
+    int rc = shard_snapshot(s, height, &st, &blob, &len);
+    if (!rc)
+        rc = s->index.hyb ? qm_hix_checkpoint(s->index.hyb, &st, blob, len)
+                          : qm_hix_write_run(dir, s->id, mem_walk, s, &st, blob, len, s->err);
+    free(blob);
     return rc;
 }

@@ -81,7 +81,7 @@ typedef struct qm_shard {
     u8 *twigrec;             /* 128 KiB scratch for twig records */
     FILE *trace;             /* optional append trace (debugging aid) */
     struct qm_undo *undo;    /* when set, the update stage records pre-images here (undo.h) */
-    bool index_resumed;      /* the hybrid index came from its run file at open */
+    bool index_resumed;      /* the index came from its run file at open (no log scan) */
     u64 hix_replayed_blocks, hix_replayed_changes; /* of the index journal, at open */
 } qm_shard;
 
@@ -96,17 +96,23 @@ QM_HIDDEN void qm_shard_close(qm_shard *s);
  * from the committed sizes in m, or new and empty when m is NULL. The one opening path of
  * qm_shard_create and qm_shard_open. */
 QM_HIDDEN int qm_shard_open_files(qm_shard *s, const char *dir, const qm_shard_meta *m);
-/* Hybrid indexer (hrecover.c). checkpoint: writes a run of the committed state at `height`
- * (all of the shard's blocks must be durable), so that the next open skips the log scan.
- * maintain: before block `height` is applied (qm_hix_maintain with the shard's snapshot).
- * block_end: after block `height` was applied, its journal record (written, not fsynced:
- * hixj.h). No-ops without the hybrid indexer. */
-QM_HIDDEN int qm_shard_checkpoint(qm_shard *s, u64 height);
+/* The index checkpoint (hrecover.c), either indexer: writes the run file dir/sXX.hix of the
+ * committed state at `height` (all of the shard's blocks must be durable), so that the next
+ * fast open skips the log scan. No-op for a read-only handle, and for an in-memory index
+ * loaded from that very run with no block committed since. */
+QM_HIDDEN int qm_shard_checkpoint(qm_shard *s, const char *dir, u64 height);
+/* Hybrid indexer (hrecover.c). maintain: before block `height` is applied (qm_hix_maintain
+ * with the shard's snapshot). block_end: after block `height` was applied, its journal
+ * record (written, not fsynced: hixj.h). No-ops without the hybrid indexer. */
 QM_HIDDEN int qm_shard_hix_maintain(qm_shard *s, u64 height);
 QM_HIDDEN int qm_shard_hix_block_end(qm_shard *s, u64 height);
 /* At open (hrecover.c): resume the hybrid index from its run and journal. QMDB_NOTFOUND:
  * nothing usable (the caller rebuilds from the log and then calls qm_shard_hix_rebuilt). */
 QM_HIDDEN int qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m);
+/* At open (hrecover.c): load the in-memory index, ActiveBits and deactivation heights from
+ * the run file when its state is exactly the committed one (a checkpoint written at close).
+ * QMDB_NOTFOUND: missing, stale or damaged (the caller scans the log). */
+QM_HIDDEN int qm_shard_mem_resume(qm_shard *s, const char *dir, const qm_shard_meta *m);
 /* After a rebuild from the log (bulk records added): writes the run of the committed state
  * and starts its journal. */
 QM_HIDDEN int qm_shard_hix_rebuilt(qm_shard *s, const qm_shard_meta *m);
