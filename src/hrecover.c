@@ -180,12 +180,9 @@ replay(qm_shard *s, qm_hindex *x, const u8 *p, size_t len, u64 sn0, qm_hixj_blk 
     return len == 0;
 }
 
-/* The checks of a run's state st and blob (len bytes) against the committed state m at height
- * H that every resume makes: the blob holds the twigs first_twig..youngest of st, and st is
- * not ahead of m, and equals it when st.height == H. *ntw: the blob's twigs. */
-static bool
-ckpt_fits(const qm_hix_state *st, const u8 *blob, size_t len, const qm_shard_meta *m, u64 H,
-          u64 *ntw)
+bool
+qm_ckpt_fits(const qm_hix_state *st, const u8 *blob, size_t len, const qm_shard_meta *m, u64 H,
+             u64 *ntw)
 {
     *ntw = len >= 16 ? qm_get_u64le(blob + 8) : 0;
     if (len < 16 || *ntw > (len - 16) / CKPT_TWIG || len != 16 + *ntw * CKPT_TWIG ||
@@ -255,7 +252,7 @@ qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
     if (rc)
         return rc;
     rc = QMDB_NOTFOUND; /* until everything fits */
-    if (!ckpt_fits(&st, blob, len, m, H, &ntw))
+    if (!qm_ckpt_fits(&st, blob, len, m, H, &ntw))
         goto out;
     last_h = st.height;
     if (st.height < H) {
@@ -334,6 +331,16 @@ mem_load_rec(void *arg, const u8 key6[6], u64 pos)
 }
 
 int
+qm_ckpt_load_index(qm_hindex *x, unsigned shard, u64 entry_size, qm_index *out)
+{
+    mem_load l = {out, shard, 0, entry_size};
+    int rc = qm_hix_foreach(x, mem_load_rec, &l); /* checks every page's CRC */
+    if (rc == -ENOMEM)
+        return rc;
+    return rc || out->count != qm_hix_count(x) ? QMDB_NOTFOUND : 0;
+}
+
+int
 qm_shard_mem_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
 {
     u64 H = s->par->height, gen = 0, ntw = 0;
@@ -346,18 +353,12 @@ qm_shard_mem_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
         return rc;
     rc = QMDB_NOTFOUND; /* until everything fits */
     /* Exactly the committed state: no journal follows a run for this indexer. */
-    if (!ckpt_fits(&st, blob, len, m, H, &ntw) || st.height != H || qm_hix_count(x) != m->live)
+    if (!qm_ckpt_fits(&st, blob, len, m, H, &ntw) || st.height != H || qm_hix_count(x) != m->live)
         goto out;
     ckpt_restore_bits(s, &st, blob, ntw, m);
-    mem_load l = {&s->index.mem, s->id, 0, m->entry_size};
-    int wrc = qm_hix_foreach(x, mem_load_rec, &l); /* checks every page's CRC */
-    if (wrc == -ENOMEM) {
-        rc = wrc;
-        goto out;
-    }
-    if (wrc || s->index.mem.count != m->live || !ckpt_finish(s, m, qm_get_u64le(blob)))
-        goto out;
-    rc = 0;
+    rc = qm_ckpt_load_index(x, s->id, m->entry_size, &s->index.mem);
+    if (!rc && !ckpt_finish(s, m, qm_get_u64le(blob)))
+        rc = QMDB_NOTFOUND;
 out:
     if (rc) {
         qm_index_free(&s->index.mem);

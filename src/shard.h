@@ -113,6 +113,17 @@ QM_HIDDEN int qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_m
  * the run file when its state is exactly the committed one (a checkpoint written at close).
  * QMDB_NOTFOUND: missing, stale or damaged (the caller scans the log). */
 QM_HIDDEN int qm_shard_mem_resume(qm_shard *s, const char *dir, const qm_shard_meta *m);
+/* The two decoders of a checkpoint (hrecover.c; pure but for the run's page reads; fuzzed
+ * by tests/fuzz/fuzz_hix.c). fits: the checks every resume makes on a run's state st and blob
+ * (len bytes) against the committed state m at height H: the blob holds the ActiveBits of
+ * st's twigs first_twig..youngest (*ntw of them), st is not ahead of m, and equals it when
+ * st.height == H. load_index: appends run x's records to the empty in-memory index out (of
+ * shard `shard`): 0, QMDB_NOTFOUND if a page fails its CRC or a record lies outside the
+ * shard, out of key order or at a position >= entry_size (out then holds a part), or an
+ * errno code. */
+QM_HIDDEN bool qm_ckpt_fits(const qm_hix_state *st, const u8 *blob, size_t len,
+                            const qm_shard_meta *m, u64 H, u64 *ntw);
+QM_HIDDEN int qm_ckpt_load_index(qm_hindex *x, unsigned shard, u64 entry_size, qm_index *out);
 /* After a rebuild from the log (bulk records added): writes the run of the committed state
  * and starts its journal. */
 QM_HIDDEN int qm_shard_hix_rebuilt(qm_shard *s, const qm_shard_meta *m);
