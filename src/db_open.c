@@ -319,6 +319,9 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
     db->par.height = db->meta.height;
     QM_TRY(indexer_params(opt, &db->par, &db->err));
     QM_TRY(db_pools_new(db, opt));
+    if (!db->par.hybrid && !db->par.verify) /* the index checkpoint is read whole */
+        for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+            qm_ckpt_prefetch(dir, s);
     QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_open, db));
     u8 root[32];
     global_root(db->shard, root);

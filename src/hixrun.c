@@ -35,9 +35,10 @@
  *   at blob_off: the blob (opaque here; hrecover.c writes the ActiveBits of that state).
  * A new run is written to sXX.hix.tmp, synced, then renamed over sXX.hix (the directory is
  * synced after a checkpoint or a rebuild, not after a merge).
- * Every run carries its state: a checkpoint at close, a rebuild at open (the committed
- * state), a merge (the state at the block boundary where the overlay was frozen, taken by
- * the caller of qm_hix_maintain). The merge starts journal generation gen + 1 at that
+ * Every run carries its state: a checkpoint at close (of either indexer: the in-memory
+ * indexer's through qm_hix_write_run), a rebuild at open (the committed state), a merge (the
+ * state at the block boundary where the overlay was frozen, taken by the caller of
+ * qm_hix_maintain). The merge starts journal generation gen + 1 at that
  * boundary: run g, journal g and journal g + 1 cover all blocks until run g + 1 is on disk.
  *
  * Thread: the merger thread (merges) or the updater (bulk loads, checkpoints, loading).

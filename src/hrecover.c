@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * hrecover.c -- the hybrid indexer's side of a shard's life cycle: the state snapshots that
- * runs carry, the journal record of each block, the checkpoint at close, and the open that
- * resumes from the run file plus the journal instead of scanning the entry log.
+ * hrecover.c -- the index checkpoint of a shard, for both indexers, and the hybrid indexer's
+ * side of a shard's life cycle: the state snapshots that runs carry, the journal record of
+ * each block, the checkpoint at close, and the opens that load the index from the run file
+ * (plus, for the hybrid indexer, the journal) instead of scanning the entry log.
  *
  * A run (hixrun.c) holds the index as of a shard state S (its header) and a blob with the
  * ActiveBits of S (below); the journal of the run's generation (hixj.c) holds, per block
@@ -21,9 +22,22 @@
  * (qm_shard_open); any mismatch before that falls back to the log scan, which rewrites the
  * run. Records after H (blocks never committed) are ignored and a writable open cuts them.
  * Runs written by merges that ran ahead of the committed height (the overlay held a block
- * not yet durable) fail the first rule and fall back. A writable open with the in-memory
- * indexer deletes the run and journals (recover.c), so a later hybrid open never replays a
- * journal that misses blocks.
+ * not yet durable) fail the first rule and fall back.
+ *
+ * The in-memory indexer uses the same run file as its checkpoint: qmdb_close writes the
+ * in-memory index (qm_index_foreach: key order; the 6 key-hash bytes and the position give
+ * back the 10-byte records) with the blob, as a run of the committed state under a new chain
+ * generation (qm_hix_write_run). A fast open loads it only when S == M exactly (the first rule
+ * with S.height == H: no journal is ever read): ActiveBits from the blob, the records appended
+ * unit by unit (they arrive sorted; every page's CRC is checked, and a record outside the
+ * shard, out of order or past the log stops the load), the youngest twig hashed, the counts
+ * and then the shard root checked as above; anything else scans the log. A writable
+ * in-memory open deletes the journals (the blocks it commits would be missing from them) and
+ * every run but the one it loaded, and syncs the directory (recover.c). The run it loaded
+ * stays: it is stale (S.height < H) once a block is committed, so after a crash neither
+ * indexer loads it (the hybrid finds no journal), and the clean close replaces it. A hybrid
+ * open resumes from an in-memory checkpoint as from its own (S.height == H), and the
+ * in-memory indexer loads a hybrid run of exactly the committed state.
  *
  * Blob (stored in sXX.hix; FORMAT.md §10):
  *   OFFSET      SIZE  FIELD
@@ -37,8 +51,11 @@
 #include "codec.h"
 #include "hindex.h"
 #include "hixj.h"
+#include "io.h"
 #include "shard.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define CKPT_TWIG (QM_ACTIVE_BYTES + 8u)
@@ -310,13 +327,25 @@ mem_walk(void *warg, qm_hix_fn fn, void *fnarg)
 typedef struct mem_load {
     qm_index *x;
     unsigned shard;
-    u64 prev; /* the previous record's key */
+    unsigned unit; /* of the records in buf; QM_UNITS_PER_SHARD: none yet */
+    u64 prev;      /* the previous record's key */
     u64 entry_size;
+    u8 *buf; /* the unit's records so far, in the in-memory layout */
+    u32 n, cap;
 } mem_load;
 
-/* One run record into the in-memory index. The records come in key order, so appending keeps
- * every unit sorted (no sort afterwards); one outside the shard, out of order or past the log
- * stops the load. */
+static int
+mem_load_flush(mem_load *l)
+{
+    int rc = l->n ? qm_index_load_unit(l->x, l->unit, l->buf, l->n) : 0;
+    l->n = 0;
+    return rc;
+}
+
+/* One run record into the in-memory index. The records come in key order, so each unit's
+ * arrive together and sorted: collected, then given to the unit in one allocation of its
+ * exact size (no sort, no regrowth). A record outside the shard, out of order or past the
+ * log stops the load. */
 static int
 mem_load_rec(void *arg, const u8 key6[6], u64 pos)
 {
@@ -325,19 +354,51 @@ mem_load_rec(void *arg, const u8 key6[6], u64 pos)
     if ((unsigned)(key6[0] >> 4) != l->shard || k < l->prev || pos >= l->entry_size)
         return QMDB_NOTFOUND;
     l->prev = k;
-    u8 kh[32] = {0};
-    memcpy(kh, key6, 6);
-    return qm_index_bulk_add(l->x, kh, pos);
+    unsigned u = ((unsigned)(key6[0] & 0x0f) << 8) | key6[1];
+    if (u != l->unit) {
+        QM_RET(mem_load_flush(l));
+        l->unit = u;
+    }
+    if (l->n == l->cap) {
+        u32 nc = l->cap ? l->cap * 2 : 1024;
+        u8 *nb = realloc(l->buf, (size_t)nc * QM_INDEX_REC);
+        if (!nb)
+            return -ENOMEM;
+        l->buf = nb;
+        l->cap = nc;
+    }
+    u8 *r = l->buf + (size_t)l->n++ * QM_INDEX_REC;
+    memcpy(r, key6 + 2, QM_INDEX_KEY);
+    qm_put_u48be(r + QM_INDEX_KEY, pos >> 3);
+    return 0;
 }
 
 int
 qm_ckpt_load_index(qm_hindex *x, unsigned shard, u64 entry_size, qm_index *out)
 {
-    mem_load l = {out, shard, 0, entry_size};
+    mem_load l = {out, shard, QM_UNITS_PER_SHARD, 0, entry_size, NULL, 0, 0};
     int rc = qm_hix_foreach(x, mem_load_rec, &l); /* checks every page's CRC */
+    if (!rc)
+        rc = mem_load_flush(&l);
+    free(l.buf);
     if (rc == -ENOMEM)
         return rc;
     return rc || out->count != qm_hix_count(x) ? QMDB_NOTFOUND : 0;
+}
+
+void
+qm_ckpt_prefetch(const char *dir, unsigned shard)
+{
+    if (!qm_io_concurrent()) /* a test layer: keep its sequence of calls as it was */
+        return;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/s%02x.hix", dir, shard);
+    const qm_io *io = qm_io_get();
+    int fd = io->open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd >= 0) {
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+        io->close(fd);
+    }
 }
 
 int

@@ -124,6 +124,11 @@ QM_HIDDEN int qm_shard_mem_resume(qm_shard *s, const char *dir, const qm_shard_m
 QM_HIDDEN bool qm_ckpt_fits(const qm_hix_state *st, const u8 *blob, size_t len,
                             const qm_shard_meta *m, u64 H, u64 *ntw);
 QM_HIDDEN int qm_ckpt_load_index(qm_hindex *x, unsigned shard, u64 entry_size, qm_index *out);
+/* Before the shards' opens (in-memory indexer, fast open): asks the kernel to read shard's
+ * run file ahead, so that the files of all shards are read at once, at the device's queue
+ * depth, while the first shards are being loaded. Only under the concurrent (production)
+ * I/O layer; a missing file is no error. */
+QM_HIDDEN void qm_ckpt_prefetch(const char *dir, unsigned shard);
 /* After a rebuild from the log (bulk records added): writes the run of the committed state
  * and starts its journal. */
 QM_HIDDEN int qm_shard_hix_rebuilt(qm_shard *s, const qm_shard_meta *m);
