@@ -410,6 +410,10 @@ qm_shard_mem_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
     u8 *blob = NULL;
     size_t len = 0;
     int rc = qm_hix_load(dir, s->id, 0, &st, &gen, &x, &blob, &len, s->err);
+    if (rc && rc != -ENOMEM) { /* unreadable (say EACCES, EIO): the log scan needs no run */
+        s->err->msg[0] = '\0';
+        return QMDB_NOTFOUND;
+    }
     if (rc)
         return rc;
     rc = QMDB_NOTFOUND; /* until everything fits */
