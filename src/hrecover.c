@@ -46,7 +46,8 @@
  *   16 + 264*i  256   ActiveBits of twig first_twig + i
  *   272 + 264*i 8     its deactivation height
  *
- * Thread: the shard's updater; qm_shard_hix_resume the opening thread.
+ * Thread: the shard's updater (checkpoints: the closing thread's pool); the resumes and
+ * qm_ckpt_prefetch the opening thread (or its pool).
  */
 #include "codec.h"
 #include "hindex.h"
