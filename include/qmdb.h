@@ -159,7 +159,11 @@ typedef struct qmdb_options {
 
 /** Default of qmdb_options.indexer: QMDB_INDEXER_MEMORY unless QMDB_INDEXER says otherwise. */
 #define QMDB_INDEXER_AUTO 0xffffffffu
-/** The in-memory indexer: about 10 bytes of DRAM per live entry; every open scans the log. */
+/** The in-memory indexer: about 10 bytes of DRAM per live entry. qmdb_close writes an index
+ *  checkpoint (sXX.hix: the committed state's index records and ActiveBits, in the hybrid
+ *  indexer's run format); a QMDB_OPEN_FAST open loads it instead of scanning the log when it
+ *  holds exactly the committed state. Without a usable checkpoint (none, stale after a crash
+ *  of a writer that committed blocks, damaged) and on a verifying open, open scans the log. */
 #define QMDB_INDEXER_MEMORY 0u
 /** The hybrid indexer: records on SSD (files sXX.hix) in sorted runs, a sparse index and an
  *  overlay of recent changes in DRAM (about 1-2 bytes per live entry), merged by a background
@@ -174,7 +178,9 @@ typedef struct qmdb_options {
 /** Open flag: skip hashing the entries of full twigs at open. By default open hashes every
  *  unpruned entry and checks it against the stored twig trees, so a corrupt byte anywhere in
  *  the log is reported as QMDB_CORRUPT instead of being served later. With this flag only
- *  the youngest twig of each shard is hashed (open is then bounded by reading the log). */
+ *  the youngest twig of each shard is hashed, and the index comes from the checkpoint when
+ *  there is one of the committed state (open is then bounded by reading the checkpoint, or
+ *  else the log; see QMDB_INDEXER_MEMORY). */
 #define QMDB_OPEN_FAST 0x1u
 /** Open flag: do not prune automatically at commit (qmdb_prune still works). */
 #define QMDB_OPEN_NO_AUTO_PRUNE 0x2u
@@ -230,11 +236,11 @@ QMDB_API const char *qmdb_open_error(void);
 /**
  * Closes the handle (NULL is allowed). Nothing uncommitted is kept; every block that
  * qmdb_commit (or qmdb_wait) reported committed stays durable whatever this returns.
- * Returns 0, or QMDB_NO_CHECKPOINT when the hybrid indexer's checkpoint (written here, see
- * QMDB_INDEXER_HYBRID) could not be written, for instance on a full disk: every committed
- * block is durable; only the checkpoint was not written, so the next open rebuilds the index
- * from the log. qmdb_open_error() then names the cause (file and errno). Do not retry blocks
- * because of it.
+ * Returns 0, or QMDB_NO_CHECKPOINT when the index checkpoint (written here by a writable
+ * handle of either indexer, see QMDB_INDEXER_MEMORY and QMDB_INDEXER_HYBRID) could not be
+ * written, for instance on a full disk: every committed block is durable; only the
+ * checkpoint was not written, so the next open rebuilds the index from the log. qmdb_open_error()
+ * then names the cause (file and errno). Do not retry blocks because of it.
  */
 QMDB_API int qmdb_close(qmdb_db *db);
 
@@ -361,9 +367,10 @@ typedef struct qmdb_stats {
     uint64_t index_page_reads;     /**< hybrid indexer: run pages read by lookups since open */
     uint32_t indexer;              /**< QMDB_INDEXER_* in use */
     uint32_t index_resumed_shards; /**< shards whose index was loaded from its run file at
-                                        open (a checkpoint, or after a crash a merge's run plus
-                                        the index journal; 0..16; 0 = rebuilt from the log or
-                                        in-memory) */
+                                        open instead of scanning the log (either indexer: the
+                                        checkpoint of a clean close; hybrid, after a crash: a
+                                        merge's run plus the index journal); 0..16; 0 = every
+                                        shard rebuilt from the log */
     uint64_t tree_dram_bytes;      /**< DRAM used by twigs, ActiveBits and upper trees */
     uint64_t cache_dram_bytes;     /**< DRAM of per-block buffers: warm-entry caches and the
                                         in-flight blocks' pre-images (scale with the block

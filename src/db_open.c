@@ -2,7 +2,7 @@
 /*
  * db_open.c -- the life of a handle (db_int.h): options, qmdb_create, qmdb_open (the lock,
  * META under the damage rule, recovery of every shard on the pool, ROOTS, the salvage
- * repair), qmdb_close (the hybrid indexer's checkpoint), and qmdb_check (META slots, then a
+ * repair), qmdb_close (the index checkpoint), and qmdb_check (META slots, then a
  * read-only handle for the checker).
  *
  * Thread: the caller's (create, open, close and check are writer functions).
@@ -211,7 +211,7 @@ static int
 job_shard_checkpoint(void *arg, size_t i)
 {
     qmdb_db *db = arg;
-    return qm_shard_checkpoint(&db->shard[i], db->meta.height);
+    return qm_shard_checkpoint(&db->shard[i], db->dir, db->meta.height);
 }
 
 int
@@ -306,6 +306,9 @@ db_open_once(const char *dir, const qmdb_options *opt, qmdb_db **out, u64 *seq, 
     db->par.height = db->meta.height;
     QM_TRY(indexer_params(opt, &db->par, &db->err));
     QM_TRY(db_pools_new(db, opt));
+    if (!db->par.hybrid && !db->par.verify) /* the index checkpoint is read whole */
+        for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+            qm_ckpt_prefetch(dir, s);
     QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_open, db));
     u8 root[32];
     global_root(db->shard, root);
@@ -442,11 +445,11 @@ qmdb_close(qmdb_db *db)
         pthread_mutex_unlock(&db->mu);
         pthread_join(db->flusher, NULL);
     }
-    /* Hybrid indexer: a checkpoint of the committed state, so the next open skips the log
-     * scan. Only when every applied block is durable; a failure costs the next open a
-     * rebuild, never data: QMDB_NO_CHECKPOINT, the cause in open_error. */
+    /* Either indexer: a checkpoint of the committed state (the run files sXX.hix), so the
+     * next fast open skips the log scan. Only when every applied block is durable; a failure
+     * costs the next open a scan, never data: QMDB_NO_CHECKPOINT, the cause in open_error. */
     int rc = 0;
-    if (!db->par.rdonly && db->par.hybrid && !db_fatal(db) && db->submitted == db->meta.height) {
+    if (!db->par.rdonly && !db_fatal(db) && db->submitted == db->meta.height) {
         db->err.msg[0] = '\0';
         rc = qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_checkpoint, db);
     }

@@ -239,10 +239,7 @@ qm_hix_new(const char *dir, unsigned shard, u64 merge_changes, qm_hindex **out, 
     qm_hindex *x = calloc(1, sizeof(*x));
     if (!x)
         return -ENOMEM;
-    snprintf(x->dir, sizeof(x->dir), "%s", dir);
-    snprintf(x->path, sizeof(x->path), "%s/s%02x.hix", dir, shard);
-    snprintf(x->tmp, sizeof(x->tmp), "%s.tmp", x->path);
-    x->shard = shard;
+    hix_set_paths(x, dir, shard);
     x->io = qm_io_get();
     x->merge_changes = merge_changes;
     x->err = err;

@@ -115,6 +115,15 @@ QM_HIDDEN int qm_hix_foreach(qm_hindex *x, qm_hix_fn fn, void *arg);
 QM_HIDDEN int qm_hix_checkpoint(qm_hindex *x, const qm_hix_state *st, const u8 *blob,
                                 size_t blob_len);
 
+/* A run file written without a hybrid index (the in-memory indexer's checkpoint at close):
+ * walk(warg, fn, fnarg) calls fn with every record in key order; the run dir/sXX.hix carries
+ * state *st and blob under a new chain generation (no journal follows it). Durable (fsync,
+ * rename, directory fsync) when it returns 0. */
+typedef int (*qm_hix_walk_fn)(void *warg, qm_hix_fn fn, void *fnarg);
+QM_HIDDEN int qm_hix_write_run(const char *dir, unsigned shard, qm_hix_walk_fn walk, void *warg,
+                               const qm_hix_state *st, const u8 *blob, size_t blob_len,
+                               qm_err *err);
+
 QM_HIDDEN u64 qm_hix_count(const qm_hindex *x);      /* live records */
 QM_HIDDEN u64 qm_hix_dram_bytes(const qm_hindex *x); /* sparse index + overlays */
 QM_HIDDEN u64 qm_hix_ssd_bytes(const qm_hindex *x);  /* run file */

@@ -107,6 +107,8 @@ QM_HIDDEN int hix_ps_add(posset *s, u64 pos);
 QM_HIDDEN bool hix_ps_has(const posset *s, u64 pos);
 QM_HIDDEN u64 hix_new_run_id(void);
 QM_HIDDEN void hix_run_close(const qm_io *io, run *r);
+/* x's directory, run path (dir/sXX.hix), its temporary (.tmp) and shard. */
+QM_HIDDEN void hix_set_paths(qm_hindex *x, const char *dir, unsigned shard);
 QM_HIDDEN void hix_bulk_free(qm_hindex *x);
 
 /* hixrun.c */

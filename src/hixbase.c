@@ -8,6 +8,7 @@
  */
 #include "hindex_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -102,6 +103,15 @@ hix_ps_add(posset *s, u64 pos)
         s->n++;
     }
     return 0;
+}
+
+void
+hix_set_paths(qm_hindex *x, const char *dir, unsigned shard)
+{
+    snprintf(x->dir, sizeof(x->dir), "%s", dir);
+    snprintf(x->path, sizeof(x->path), "%s/s%02x.hix", dir, shard);
+    snprintf(x->tmp, sizeof(x->tmp), "%s.tmp", x->path);
+    x->shard = shard;
 }
 
 void

@@ -35,9 +35,10 @@
  *   at blob_off: the blob (opaque here; hrecover.c writes the ActiveBits of that state).
  * A new run is written to sXX.hix.tmp, synced, then renamed over sXX.hix (the directory is
  * synced after a checkpoint or a rebuild, not after a merge).
- * Every run carries its state: a checkpoint at close, a rebuild at open (the committed
- * state), a merge (the state at the block boundary where the overlay was frozen, taken by
- * the caller of qm_hix_maintain). The merge starts journal generation gen + 1 at that
+ * Every run carries its state: a checkpoint at close (of either indexer: the in-memory
+ * indexer's through qm_hix_write_run), a rebuild at open (the committed state), a merge (the
+ * state at the block boundary where the overlay was frozen, taken by the caller of
+ * qm_hix_maintain). The merge starts journal generation gen + 1 at that
  * boundary: run g, journal g and journal g + 1 cover all blocks until run g + 1 is on disk.
  *
  * Thread: the merger thread (merges) or the updater (bulk loads, checkpoints, loading).
@@ -373,6 +374,37 @@ hix_merge_write(qm_hindex *x, const run *r, layer *const *ls, const qm_hix_state
     }
     *out = w.out;
     return 0;
+}
+
+/*
+ * A run written from outside a hybrid index (the in-memory indexer's checkpoint at close):
+ * the records walk() yields, in key order, under a new chain generation. The same writer as
+ * a merge's or a rebuild's run, so the file is exactly what a hybrid checkpoint would be.
+ */
+int
+qm_hix_write_run(const char *dir, unsigned shard, qm_hix_walk_fn walk, void *warg,
+                 const qm_hix_state *st, const u8 *blob, size_t blob_len, qm_err *err)
+{
+    qm_hindex *x = calloc(1, sizeof(*x)); /* only the paths, the shard and the I/O layer */
+    if (!x)
+        return -ENOMEM;
+    hix_set_paths(x, dir, shard);
+    x->io = qm_io_get();
+    x->r.fd = x->out.fd = -1;
+    rwriter w;
+    int rc = rw_open(&w, x, err);
+    if (!rc) {
+        w.sync_dir = true;
+        rc = walk(warg, write_rec, &w);
+        if (!rc)
+            rc = rw_finish(&w, st, hix_new_chain_gen(), blob, blob_len);
+        if (rc)
+            rw_abort(&w);
+        else
+            hix_run_close(x->io, &w.out);
+    }
+    free(x);
+    return rc;
 }
 
 /* ---- bulk loads and loading --------------------------------------------------------------- */

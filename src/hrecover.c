@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * hrecover.c -- the hybrid indexer's side of a shard's life cycle: the state snapshots that
- * runs carry, the journal record of each block, the checkpoint at close, and the open that
- * resumes from the run file plus the journal instead of scanning the entry log.
+ * hrecover.c -- the index checkpoint of a shard, for both indexers, and the hybrid indexer's
+ * side of a shard's life cycle: the state snapshots that runs carry, the journal record of
+ * each block, the checkpoint at close, and the opens that load the index from the run file
+ * (plus, for the hybrid indexer, the journal) instead of scanning the entry log.
  *
  * A run (hixrun.c) holds the index as of a shard state S (its header) and a blob with the
  * ActiveBits of S (below); the journal of the run's generation (hixj.c) holds, per block
@@ -21,9 +22,22 @@
  * (qm_shard_open); any mismatch before that falls back to the log scan, which rewrites the
  * run. Records after H (blocks never committed) are ignored and a writable open cuts them.
  * Runs written by merges that ran ahead of the committed height (the overlay held a block
- * not yet durable) fail the first rule and fall back. A writable open with the in-memory
- * indexer deletes the run and journals (recover.c), so a later hybrid open never replays a
- * journal that misses blocks.
+ * not yet durable) fail the first rule and fall back.
+ *
+ * The in-memory indexer uses the same run file as its checkpoint: qmdb_close writes the
+ * in-memory index (qm_index_foreach: key order; the 6 key-hash bytes and the position give
+ * back the 10-byte records) with the blob, as a run of the committed state under a new chain
+ * generation (qm_hix_write_run). A fast open loads it only when S == M exactly (the first rule
+ * with S.height == H: no journal is ever read): ActiveBits from the blob, the records appended
+ * unit by unit (they arrive sorted; every page's CRC is checked, and a record outside the
+ * shard, out of order or past the log stops the load), the youngest twig hashed, the counts
+ * and then the shard root checked as above; anything else scans the log. A writable
+ * in-memory open deletes the journals (the blocks it commits would be missing from them) and
+ * every run but the one it loaded, and syncs the directory (recover.c). The run it loaded
+ * stays: it is stale (S.height < H) once a block is committed, so after a crash neither
+ * indexer loads it (the hybrid finds no journal), and the clean close replaces it. A hybrid
+ * open resumes from an in-memory checkpoint as from its own (S.height == H), and the
+ * in-memory indexer loads a hybrid run of exactly the committed state.
  *
  * Blob (stored in sXX.hix; FORMAT.md §10):
  *   OFFSET      SIZE  FIELD
@@ -32,13 +46,17 @@
  *   16 + 264*i  256   ActiveBits of twig first_twig + i
  *   272 + 264*i 8     its deactivation height
  *
- * Thread: the shard's updater; qm_shard_hix_resume the opening thread.
+ * Thread: the shard's updater (checkpoints: the closing thread's pool); the resumes and
+ * qm_ckpt_prefetch the opening thread (or its pool).
  */
 #include "codec.h"
 #include "hindex.h"
 #include "hixj.h"
+#include "io.h"
 #include "shard.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define CKPT_TWIG (QM_ACTIVE_BYTES + 8u)
@@ -76,21 +94,6 @@ shard_snapshot(qm_shard *s, u64 height, qm_hix_state *st, u8 **blob, size_t *len
         qm_put_u64le(b + 16 + i * CKPT_TWIG + QM_ACTIVE_BYTES, tw->deact_height);
     }
     return 0;
-}
-
-int
-qm_shard_checkpoint(qm_shard *s, u64 height)
-{
-    if (!s->index.hyb || s->par->rdonly)
-        return 0;
-    qm_hix_state st;
-    u8 *blob = NULL;
-    size_t len = 0;
-    int rc = shard_snapshot(s, height, &st, &blob, &len);
-    if (!rc)
-        rc = qm_hix_checkpoint(s->index.hyb, &st, blob, len);
-    free(blob);
-    return rc;
 }
 
 typedef struct snap_arg {
@@ -195,12 +198,69 @@ replay(qm_shard *s, qm_hindex *x, const u8 *p, size_t len, u64 sn0, qm_hixj_blk 
     return len == 0;
 }
 
+bool
+qm_ckpt_fits(const qm_hix_state *st, const u8 *blob, size_t len, const qm_shard_meta *m, u64 H,
+             u64 *ntw)
+{
+    *ntw = len >= 16 ? qm_get_u64le(blob + 8) : 0;
+    if (len < 16 || *ntw > (len - 16) / CKPT_TWIG || len != 16 + *ntw * CKPT_TWIG ||
+        st->first_twig + *ntw != (st->next_sn >> QM_TWIG_SHIFT) + 1)
+        return false;
+    if (st->height > H || st->next_sn > m->next_sn || st->entry_size > m->entry_size ||
+        st->first_twig > m->first_twig)
+        return false;
+    return st->height < H || (st->next_sn == m->next_sn && st->entry_size == m->entry_size &&
+                              st->live == m->live && memcmp(st->root, m->root, 32) == 0);
+}
+
+/* ActiveBits and deactivation heights of m's unpruned twigs from the blob of state st (ntw
+ * twigs), with every SN appended since st set. */
+static void
+ckpt_restore_bits(qm_shard *s, const qm_hix_state *st, const u8 *blob, u64 ntw,
+                  const qm_shard_meta *m)
+{
+    qm_tree *t = &s->tree;
+    u64 sn0 = m->first_twig << QM_TWIG_SHIFT, youngest = t->ntwigs - 1;
+    for (u64 id = m->first_twig; id <= youngest; id++) {
+        qm_twig *tw = &t->twigs[id];
+        u64 i = id - st->first_twig;
+        if (i < ntw) {
+            memcpy(tw->active, blob + 16 + i * CKPT_TWIG, QM_ACTIVE_BYTES);
+            tw->deact_height = qm_get_u64le(blob + 16 + i * CKPT_TWIG + QM_ACTIVE_BYTES);
+        } else {
+            memset(tw->active, 0, QM_ACTIVE_BYTES);
+            tw->deact_height = 0;
+        }
+    }
+    for (u64 sn = QM_MAX(st->next_sn, sn0); sn < m->next_sn; sn++) {
+        unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
+        t->twigs[sn >> QM_TWIG_SHIFT].active[bit >> 3] |= (u8)(1u << (bit & 7));
+    }
+}
+
+/* Once ActiveBits are final: each twig's count, their sum m's live count; then the youngest
+ * twig's leaves from the log (its first entry at log offset yfirst). false: they do not fit
+ * (or the log could not be read: the scan that follows reports it). */
+static bool
+ckpt_finish(qm_shard *s, const qm_shard_meta *m, u64 yfirst)
+{
+    qm_tree *t = &s->tree;
+    u64 live = 0;
+    for (u64 id = m->first_twig; id < t->ntwigs; id++) {
+        qm_twig *tw = &t->twigs[id];
+        tw->nactive = 0;
+        for (unsigned k = 0; k < QM_ACTIVE_BYTES; k++)
+            tw->nactive += (u32)__builtin_popcount(tw->active[k]);
+        live += tw->nactive;
+    }
+    return live == m->live && qm_shard_youngest_leaves(s, m, yfirst) == 0;
+}
+
 int
 qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
 {
-    qm_tree *t = &s->tree;
     const qm_io *io = qm_io_get();
-    u64 H = s->par->height, gen = 0;
+    u64 H = s->par->height, gen = 0, ntw = 0;
     qm_hix_state st;
     qm_hindex *x = NULL;
     u8 *blob = NULL, *j1 = NULL, *j2 = NULL;
@@ -210,15 +270,7 @@ qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
     if (rc)
         return rc;
     rc = QMDB_NOTFOUND; /* until everything fits */
-    u64 ntw = len >= 16 ? qm_get_u64le(blob + 8) : 0;
-    if (len < 16 || ntw > (len - 16) / CKPT_TWIG || len != 16 + ntw * CKPT_TWIG ||
-        st.first_twig + ntw != (st.next_sn >> QM_TWIG_SHIFT) + 1)
-        goto out;
-    if (st.height > H || st.next_sn > m->next_sn || st.entry_size > m->entry_size ||
-        st.first_twig > m->first_twig)
-        goto out;
-    if (st.height == H && (st.next_sn != m->next_sn || st.entry_size != m->entry_size ||
-                           st.live != m->live || memcmp(st.root, m->root, 32) != 0))
+    if (!qm_ckpt_fits(&st, blob, len, m, H, &ntw))
         goto out;
     last_h = st.height;
     if (st.height < H) {
@@ -231,37 +283,13 @@ qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
             goto out;
     }
     /* ActiveBits: the run's state, the SNs appended since, then the journal's changes. */
-    u64 sn0 = m->first_twig << QM_TWIG_SHIFT, youngest = t->ntwigs - 1;
-    for (u64 id = m->first_twig; id <= youngest; id++) {
-        qm_twig *tw = &t->twigs[id];
-        u64 i = id - st.first_twig;
-        if (i < ntw) {
-            memcpy(tw->active, blob + 16 + i * CKPT_TWIG, QM_ACTIVE_BYTES);
-            tw->deact_height = qm_get_u64le(blob + 16 + i * CKPT_TWIG + QM_ACTIVE_BYTES);
-        } else {
-            memset(tw->active, 0, QM_ACTIVE_BYTES);
-            tw->deact_height = 0;
-        }
-    }
-    for (u64 sn = QM_MAX(st.next_sn, sn0); sn < m->next_sn; sn++) {
-        unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
-        t->twigs[sn >> QM_TWIG_SHIFT].active[bit >> 3] |= (u8)(1u << (bit & 7));
-    }
+    ckpt_restore_bits(s, &st, blob, ntw, m);
+    u64 sn0 = m->first_twig << QM_TWIG_SHIFT;
     qm_hixj_blk last = {st.height, st.next_sn, st.entry_size, st.live, qm_get_u64le(blob)};
     if (!replay(s, x, j1, l1, sn0, &last) || !replay(s, x, j2, l2, sn0, &last))
         goto out;
     if (last.height != H || last.next_sn != m->next_sn || last.entry_size != m->entry_size ||
-        last.live != m->live || qm_hix_count(x) != m->live)
-        goto out;
-    u64 live = 0;
-    for (u64 id = m->first_twig; id <= youngest; id++) {
-        qm_twig *tw = &t->twigs[id];
-        tw->nactive = 0;
-        for (unsigned k = 0; k < QM_ACTIVE_BYTES; k++)
-            tw->nactive += (u32)__builtin_popcount(tw->active[k]);
-        live += tw->nactive;
-    }
-    if (live != m->live || qm_shard_youngest_leaves(s, m, last.yfirst) != 0)
+        last.live != m->live || qm_hix_count(x) != m->live || !ckpt_finish(s, m, last.yfirst))
         goto out;
     /* Later blocks continue the journal of the run's generation (with the next generation's
      * records moved into it: its file is reused by the next merge). */
@@ -285,5 +313,144 @@ out:
     free(blob);
     free(j1);
     free(j2);
+    return rc;
+}
+
+/* ---- the in-memory indexer's checkpoint ---------------------------------------------------- */
+
+static int
+mem_walk(void *warg, qm_hix_fn fn, void *fnarg)
+{
+    const qm_shard *s = warg;
+    return qm_index_foreach(&s->index.mem, s->id, fn, fnarg);
+}
+
+typedef struct mem_load {
+    qm_index *x;
+    unsigned shard;
+    unsigned unit; /* of the records in buf; QM_UNITS_PER_SHARD: none yet */
+    u64 prev;      /* the previous record's key */
+    u64 entry_size;
+    u8 *buf; /* the unit's records so far, in the in-memory layout */
+    u32 n, cap;
+} mem_load;
+
+static int
+mem_load_flush(mem_load *l)
+{
+    int rc = l->n ? qm_index_load_unit(l->x, l->unit, l->buf, l->n) : 0;
+    l->n = 0;
+    return rc;
+}
+
+/* One run record into the in-memory index. The records come in key order, so each unit's
+ * arrive together and sorted: collected, then given to the unit in one allocation of its
+ * exact size (no sort, no regrowth). A record outside the shard, out of order or past the
+ * log stops the load. */
+static int
+mem_load_rec(void *arg, const u8 key6[6], u64 pos)
+{
+    mem_load *l = arg;
+    u64 k = qm_get_u48be(key6);
+    if ((unsigned)(key6[0] >> 4) != l->shard || k < l->prev || pos >= l->entry_size)
+        return QMDB_NOTFOUND;
+    l->prev = k;
+    unsigned u = ((unsigned)(key6[0] & 0x0f) << 8) | key6[1];
+    if (u != l->unit) {
+        QM_RET(mem_load_flush(l));
+        l->unit = u;
+    }
+    if (l->n == l->cap) {
+        u32 nc = l->cap ? l->cap * 2 : 1024;
+        u8 *nb = realloc(l->buf, (size_t)nc * QM_INDEX_REC);
+        if (!nb)
+            return -ENOMEM;
+        l->buf = nb;
+        l->cap = nc;
+    }
+    u8 *r = l->buf + (size_t)l->n++ * QM_INDEX_REC;
+    memcpy(r, key6 + 2, QM_INDEX_KEY);
+    qm_put_u48be(r + QM_INDEX_KEY, pos >> 3);
+    return 0;
+}
+
+int
+qm_ckpt_load_index(qm_hindex *x, unsigned shard, u64 entry_size, qm_index *out)
+{
+    mem_load l = {out, shard, QM_UNITS_PER_SHARD, 0, entry_size, NULL, 0, 0};
+    int rc = qm_hix_foreach(x, mem_load_rec, &l); /* checks every page's CRC */
+    if (!rc)
+        rc = mem_load_flush(&l);
+    free(l.buf);
+    if (rc == -ENOMEM)
+        return rc;
+    return rc || out->count != qm_hix_count(x) ? QMDB_NOTFOUND : 0;
+}
+
+void
+qm_ckpt_prefetch(const char *dir, unsigned shard)
+{
+    if (!qm_io_concurrent()) /* a test layer: keep its sequence of calls as it was */
+        return;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/s%02x.hix", dir, shard);
+    const qm_io *io = qm_io_get();
+    int fd = io->open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd >= 0) {
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+        io->close(fd);
+    }
+}
+
+int
+qm_shard_mem_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
+{
+    u64 H = s->par->height, gen = 0, ntw = 0;
+    qm_hix_state st;
+    qm_hindex *x = NULL;
+    u8 *blob = NULL;
+    size_t len = 0;
+    int rc = qm_hix_load(dir, s->id, 0, &st, &gen, &x, &blob, &len, s->err);
+    if (rc && rc != -ENOMEM) { /* unreadable (say EACCES, EIO): the log scan needs no run */
+        s->err->msg[0] = '\0';
+        return QMDB_NOTFOUND;
+    }
+    if (rc)
+        return rc;
+    rc = QMDB_NOTFOUND; /* until everything fits */
+    /* Exactly the committed state: no journal follows a run for this indexer. */
+    if (!qm_ckpt_fits(&st, blob, len, m, H, &ntw) || st.height != H || qm_hix_count(x) != m->live)
+        goto out;
+    ckpt_restore_bits(s, &st, blob, ntw, m);
+    rc = qm_ckpt_load_index(x, s->id, m->entry_size, &s->index.mem);
+    if (!rc && !ckpt_finish(s, m, qm_get_u64le(blob)))
+        rc = QMDB_NOTFOUND;
+out:
+    if (rc) {
+        qm_index_free(&s->index.mem);
+        s->err->msg[0] = '\0';
+    }
+    qm_hix_free(x);
+    free(blob);
+    return rc;
+}
+
+int
+qm_shard_checkpoint(qm_shard *s, const char *dir, u64 height)
+{
+    if (s->par->rdonly)
+        return 0;
+    /* The in-memory index came from the run on disk and no block was committed since: that
+     * run is this checkpoint. */
+    if (!s->index.hyb && s->index_resumed && height == s->par->height)
+        return 0;
+    qm_hix_state st;
+    u8 *blob = NULL;
+    size_t len = 0;
+    int rc = shard_snapshot(s, height, &st, &blob, &len);
+    if (!rc)
+        rc = s->index.hyb ? qm_hix_checkpoint(s->index.hyb, &st, blob, len)
+                          : qm_hix_write_run(dir, s->id, mem_walk, s, &st, blob, len, s->err);
+    free(blob);
     return rc;
 }

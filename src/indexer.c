@@ -247,6 +247,24 @@ qm_index_bulk_finish(qm_index *x)
     }
 }
 
+int
+qm_index_load_unit(qm_index *x, unsigned u, const u8 *recs, u32 n)
+{
+    qm_index_unit *un = &x->units[u];
+    if (un->n != 0 || n == 0)
+        return un->n != 0 ? -EINVAL : 0;
+    u8 *p = malloc((size_t)n * QM_INDEX_REC);
+    if (!p)
+        return -ENOMEM;
+    memcpy(p, recs, (size_t)n * QM_INDEX_REC);
+    free(un->recs);
+    un->recs = p;
+    un->n = un->cap = n;
+    x->count += n;
+    x->bytes += (u64)n * QM_INDEX_REC;
+    return 0;
+}
+
 u64
 qm_index_dram_bytes(const qm_index *x)
 {

@@ -57,6 +57,9 @@ QM_HIDDEN int qm_index_replace(qm_index *x, const u8 kh[32], u64 old_pos, u64 ne
 /* Bulk load (recovery): add records in any order, then qm_index_bulk_finish sorts. */
 QM_HIDDEN int qm_index_bulk_add(qm_index *x, const u8 kh[32], u64 pos);
 QM_HIDDEN void qm_index_bulk_finish(qm_index *x);
+/* Loading a checkpoint: the empty unit u (0..4095) gets the n records at recs, already in
+ * record layout and sorted; one allocation of exactly n records. */
+QM_HIDDEN int qm_index_load_unit(qm_index *x, unsigned u, const u8 *recs, u32 n);
 
 /* The largest record key below kh's 6-byte prefix in kh's unit whose position dead() (may
  * be NULL) does not reject, as key-hash bytes [0..6). False if there is none. */

@@ -205,20 +205,27 @@ out:
     return rc;
 }
 
-/* A writable open that does not keep the hybrid index up to date (the in-memory indexer)
- * deletes its run and journals: blocks it commits would be missing from them. */
-static void
-drop_hybrid_files(const char *dir, unsigned id)
+/* A writable open with the in-memory indexer deletes the hybrid indexer's journals, whose
+ * chain would miss the blocks it commits, and the run unless it loaded its index from it (a
+ * checkpoint of exactly the committed state, stale once a block is committed: no open loads
+ * it then, and no journal continues it). The directory is synced when something was deleted,
+ * so that no journal reappears after a power loss. */
+static int
+drop_hybrid_files(const char *dir, unsigned id, bool keep_run)
 {
     char path[4200];
-    for (unsigned k = 0; k < 3; k++) {
+    bool gone = false;
+    for (unsigned k = keep_run ? 1 : 0; k < 3; k++) {
         if (k == 0)
             snprintf(path, sizeof(path), "%s/s%02x.hix", dir, id);
         else
             qm_hixj_path(dir, id, k - 1, path, sizeof(path));
-        if (access(path, F_OK) == 0) /* the common case, no file: no call through the seam */
+        if (access(path, F_OK) == 0) { /* the common case, no file: no call through the seam */
             (void)qm_io_get()->unlink(path);
+            gone = true;
+        }
     }
+    return gone ? qm_io_fsync_dir(dir) : 0;
 }
 
 int
@@ -240,16 +247,19 @@ qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
     s->pending_first_twig = m->first_twig;
     QM_RET(recover_twigs(s, m));
     /* The hybrid indexer resumes from its run and journal when they lead to exactly this
-     * state (fast opens only: a verifying open reads the whole log anyway and rebuilds). */
+     * state; the in-memory indexer loads the run when its state is exactly this one (the
+     * checkpoint of a clean close). Fast opens only: a verifying open reads the whole log
+     * anyway and rebuilds. */
     bool resumed = false;
-    if (par->hybrid && !par->verify) {
-        rc = qm_shard_hix_resume(s, dir, m);
+    if (!par->verify) {
+        rc = par->hybrid ? qm_shard_hix_resume(s, dir, m) : qm_shard_mem_resume(s, dir, m);
         if (rc && rc != QMDB_NOTFOUND)
             return rc;
         resumed = rc == 0;
     }
-    if (!par->hybrid && !par->rdonly)
-        drop_hybrid_files(dir, id);
+    if (!par->hybrid && !par->rdonly && (rc = drop_hybrid_files(dir, id, resumed)) != 0)
+        return qm_err_set(err, rc, "%s: syncing the directory after deleting index files: %s", dir,
+                          strerror(-rc));
     if (!resumed) {
         /* A read-only open may not write the run file: it indexes in DRAM. */
         if (par->hybrid && !par->rdonly)

@@ -81,7 +81,7 @@ typedef struct qm_shard {
     u8 *twigrec;             /* 128 KiB scratch for twig records */
     FILE *trace;             /* optional append trace (debugging aid) */
     struct qm_undo *undo;    /* when set, the update stage records pre-images here (undo.h) */
-    bool index_resumed;      /* the hybrid index came from its run file at open */
+    bool index_resumed;      /* the index came from its run file at open (no log scan) */
     u64 hix_replayed_blocks, hix_replayed_changes; /* of the index journal, at open */
 } qm_shard;
 
@@ -96,17 +96,39 @@ QM_HIDDEN void qm_shard_close(qm_shard *s);
  * from the committed sizes in m, or new and empty when m is NULL. The one opening path of
  * qm_shard_create and qm_shard_open. */
 QM_HIDDEN int qm_shard_open_files(qm_shard *s, const char *dir, const qm_shard_meta *m);
-/* Hybrid indexer (hrecover.c). checkpoint: writes a run of the committed state at `height`
- * (all of the shard's blocks must be durable), so that the next open skips the log scan.
- * maintain: before block `height` is applied (qm_hix_maintain with the shard's snapshot).
- * block_end: after block `height` was applied, its journal record (written, not fsynced:
- * hixj.h). No-ops without the hybrid indexer. */
-QM_HIDDEN int qm_shard_checkpoint(qm_shard *s, u64 height);
+/* The index checkpoint (hrecover.c), either indexer: writes the run file dir/sXX.hix of the
+ * committed state at `height` (all of the shard's blocks must be durable), so that the next
+ * fast open skips the log scan. No-op for a read-only handle, and for an in-memory index
+ * loaded from that very run with no block committed since. */
+QM_HIDDEN int qm_shard_checkpoint(qm_shard *s, const char *dir, u64 height);
+/* Hybrid indexer (hrecover.c). maintain: before block `height` is applied (qm_hix_maintain
+ * with the shard's snapshot). block_end: after block `height` was applied, its journal
+ * record (written, not fsynced: hixj.h). No-ops without the hybrid indexer. */
 QM_HIDDEN int qm_shard_hix_maintain(qm_shard *s, u64 height);
 QM_HIDDEN int qm_shard_hix_block_end(qm_shard *s, u64 height);
 /* At open (hrecover.c): resume the hybrid index from its run and journal. QMDB_NOTFOUND:
  * nothing usable (the caller rebuilds from the log and then calls qm_shard_hix_rebuilt). */
 QM_HIDDEN int qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m);
+/* At open (hrecover.c): load the in-memory index, ActiveBits and deactivation heights from
+ * the run file when its state is exactly the committed one (a checkpoint written at close).
+ * QMDB_NOTFOUND: missing, stale or damaged (the caller scans the log). */
+QM_HIDDEN int qm_shard_mem_resume(qm_shard *s, const char *dir, const qm_shard_meta *m);
+/* The two decoders of a checkpoint (hrecover.c; pure but for the run's page reads; fuzzed
+ * by tests/fuzz/fuzz_hix.c). fits: the checks every resume makes on a run's state st and blob
+ * (len bytes) against the committed state m at height H: the blob holds the ActiveBits of
+ * st's twigs first_twig..youngest (*ntw of them), st is not ahead of m, and equals it when
+ * st.height == H. load_index: appends run x's records to the empty in-memory index out (of
+ * shard `shard`): 0, QMDB_NOTFOUND if a page fails its CRC or a record lies outside the
+ * shard, out of key order or at a position >= entry_size (out then holds a part), or an
+ * errno code. */
+QM_HIDDEN bool qm_ckpt_fits(const qm_hix_state *st, const u8 *blob, size_t len,
+                            const qm_shard_meta *m, u64 H, u64 *ntw);
+QM_HIDDEN int qm_ckpt_load_index(qm_hindex *x, unsigned shard, u64 entry_size, qm_index *out);
+/* Before the shards' opens (in-memory indexer, fast open): asks the kernel to read shard's
+ * run file ahead, so that the files of all shards are read at once, at the device's queue
+ * depth, while the first shards are being loaded. Only under the concurrent (production)
+ * I/O layer; a missing file is no error. */
+QM_HIDDEN void qm_ckpt_prefetch(const char *dir, unsigned shard);
 /* After a rebuild from the log (bulk records added): writes the run of the committed state
  * and starts its journal. */
 QM_HIDDEN int qm_shard_hix_rebuilt(qm_shard *s, const qm_shard_meta *m);

@@ -174,7 +174,9 @@ stat_text(const qmdb_stats *st)
                " bytes); resumed from its checkpoint in %u of 16 shards\n",
                ix_dram, ix_ssd, st->index_ssd_bytes, st->index_resumed_shards);
     else
-        printf("indexer: memory; dram %s bytes per live entry%s\n", ix_dram,
+        printf("indexer: memory; dram %s bytes per live entry; loaded from its checkpoint in %u "
+               "of 16 shards%s\n",
+               ix_dram, st->index_resumed_shards,
                cli_indexer == QMDB_INDEXER_HYBRID ? " (hybrid asked for, but a read-only open "
                                                     "without a valid checkpoint indexes in DRAM)"
                                                   : "");

@@ -213,7 +213,7 @@ func Open(dir string, opt *Options) (*Db, error) {
 }
 
 // Close closes the database; later calls return ErrClosed. A second Close returns nil.
-// ErrNoCheckpoint means every block is durable; only the hybrid index checkpoint was lost.
+// ErrNoCheckpoint means every block is durable; only the index checkpoint was lost.
 func (db *Db) Close() error {
 	db.mu.Lock()
 	defer db.mu.Unlock()

@@ -2,13 +2,17 @@
 /*
  * test_db.c -- the public API end to end: create/open/close/reopen, bad input rejected with
  * nothing committed, large values, pruning never changing a root, recovery from torn tails,
- * and detection of corrupt files. Uses qmdb.h only (plus POSIX to damage files).
+ * detection of corrupt files, and the index checkpoint of a clean close (loaded by fast opens of
+ * either indexer; stale, damaged and crashed-over checkpoints fall back to the log scan).
+ * Uses qmdb.h only (plus POSIX to damage files).
  */
 #include "../test.h"
 #include "qmdb.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -519,6 +523,348 @@ test_lock(void)
     CHECK_OK(qmdb_close(a));
 }
 
+/* ---- the index checkpoint (run files sXX.hix) across indexers ---------------------------- */
+
+#define CK_KEYS 1000
+
+/* Opens dir with the given indexer and flags; *resumed: shards whose index came from the
+ * checkpoint (no log scan). */
+static qmdb_db *
+ck_open(const char *dir, uint32_t indexer, uint32_t flags, uint32_t *resumed)
+{
+    qmdb_options o;
+    qmdb_options_init(&o);
+    o.indexer = indexer;
+    o.flags = flags;
+    qmdb_db *db = NULL;
+    int rc = qmdb_open(dir, &o, &db);
+    if (rc)
+        fprintf(stderr, "open %s: %s: %s\n", dir, qmdb_strerror(rc), qmdb_open_error());
+    REQUIRE(rc == 0);
+    qmdb_stats st = QMDB_STATS_INIT;
+    CHECK_OK(qmdb_stat(db, &st));
+    *resumed = st.index_resumed_shards;
+    return db;
+}
+
+/* n deterministic blocks (of seed) on db: a forked child and the parent's reference apply
+ * the same ones. */
+static void
+ck_blocks_ops(qmdb_db *db, int n, int ops, uint64_t seed)
+{
+    qmdb_batch *bt;
+    CHECK_OK(qmdb_batch_new(&bt));
+    uint64_t r = seed | 1;
+    for (int blk = 0; blk < n; blk++) {
+        qmdb_batch_reset(bt);
+        for (int i = 0; i < ops; i++) {
+            char key[16], val[40];
+            snprintf(key, sizeof(key), "key%d", (int)(test_xorshift(&r) % CK_KEYS));
+            if (test_xorshift(&r) % 5 == 0) {
+                CHECK_OK(qmdb_batch_del(bt, key, strlen(key)));
+            } else {
+                int vl = snprintf(val, sizeof(val), "w%" PRIu64, test_xorshift(&r));
+                CHECK_OK(qmdb_batch_put(bt, key, strlen(key), val, (size_t)vl));
+            }
+        }
+        CHECK_OK(qmdb_commit(db, qmdb_height(db) + 1, bt, NULL));
+    }
+    qmdb_batch_free(bt);
+}
+
+static void
+ck_blocks(qmdb_db *db, int n, uint64_t seed)
+{
+    ck_blocks_ops(db, n, 300, seed);
+}
+
+/* A forked child opens dir writable (FAST) with the indexer, commits ck_blocks(n, seed) and
+ * is killed: no close, no checkpoint. */
+static void
+ck_crash(const char *dir, uint32_t indexer, int n, uint64_t seed)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        uint32_t res;
+        qmdb_db *db = ck_open(dir, indexer, QMDB_OPEN_FAST, &res);
+        ck_blocks(db, n, seed);
+        raise(SIGKILL);
+        _exit(4);
+    }
+    int st = 0;
+    REQUIRE(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+/* a and b answer alike: heights, roots, every key of the key space, proofs of some keys
+ * (latest and historical) and the live counts; the unpruned counts if both were just opened
+ * (a handle that committed applies the last block's prunes at its next commit). */
+static void
+ck_same(qmdb_db *a, qmdb_db *b, bool fresh)
+{
+    uint8_t ra[32], rb[32];
+    uint64_t h = qmdb_height(a);
+    CHECK_EQ_U64(h, qmdb_height(b));
+    CHECK_OK(qmdb_root(a, UINT64_MAX, ra));
+    CHECK_OK(qmdb_root(b, UINT64_MAX, rb));
+    CHECK_MEM(ra, rb, 32);
+    for (unsigned s = 0; s < 16; s++) {
+        CHECK_OK(qmdb_shard_root(a, s, ra));
+        CHECK_OK(qmdb_shard_root(b, s, rb));
+        CHECK_MEM(ra, rb, 32);
+    }
+    int found = 0;
+    for (int k = 0; k < CK_KEYS + 20; k++) {
+        char key[16], va[64], vb[64];
+        size_t la = 0, lb = 0;
+        snprintf(key, sizeof(key), "key%d", k);
+        int rca = qmdb_get(a, key, strlen(key), va, sizeof(va), &la);
+        int rcb = qmdb_get(b, key, strlen(key), vb, sizeof(vb), &lb);
+        CHECK_RC(rca, rcb);
+        if (rca == 0 && rcb == 0) {
+            found++;
+            CHECK_EQ_U64(la, lb);
+            CHECK(la == lb && memcmp(va, vb, la) == 0);
+        }
+        if (k % 23 != 0)
+            continue;
+        const uint64_t heights[] = {UINT64_MAX, h - 1, h - 3};
+        for (unsigned i = 0; i < 3; i++) {
+            uint64_t ph = heights[i];
+            uint8_t *pa = NULL, *pb = NULL;
+            size_t pla = 0, plb = 0;
+            int rpa = qmdb_prove(a, key, strlen(key), ph, &pa, &pla);
+            int rpb = qmdb_prove(b, key, strlen(key), ph, &pb, &plb);
+            CHECK_RC(rpa, rpb);
+            CHECK(pla == plb && (pla == 0 || memcmp(pa, pb, pla) == 0));
+            qmdb_proof_free(pa);
+            qmdb_proof_free(pb);
+        }
+    }
+    CHECK(found > CK_KEYS / 4);
+    qmdb_stats sa = QMDB_STATS_INIT, sb = QMDB_STATS_INIT;
+    CHECK_OK(qmdb_stat(a, &sa));
+    CHECK_OK(qmdb_stat(b, &sb));
+    CHECK_EQ_U64(sa.live_with_sentries, sb.live_with_sentries);
+    if (fresh)
+        CHECK_EQ_U64(sa.unpruned_entries, sb.unpruned_entries);
+}
+
+/* A fast read-only open with the indexer: `want` shards from the checkpoint (-1: any), and
+ * the same answers as ref and as a verifying open (the log scan). */
+static void
+ck_expect(const char *dir, uint32_t indexer, int want, qmdb_db *ref, const char *what)
+{
+    uint32_t res = 0, res2 = 0;
+    qmdb_db *a = ck_open(dir, indexer, QMDB_OPEN_RDONLY | QMDB_OPEN_FAST, &res);
+    qmdb_db *b = ck_open(dir, QMDB_INDEXER_MEMORY, QMDB_OPEN_RDONLY, &res2);
+    if (want >= 0 && res != (uint32_t)want)
+        fprintf(stderr, "%s: %u shards from the checkpoint, wanted %d\n", what, res, want);
+    if (want >= 0)
+        CHECK_EQ_U64(res, want);
+    CHECK_EQ_U64(res2, 0);
+    ck_same(a, b, true);
+    ck_same(a, ref, false);
+    CHECK_OK(qmdb_close(a));
+    CHECK_OK(qmdb_close(b));
+}
+
+static char *
+ck_slurp(const char *dir, unsigned s, const char *ext, size_t *len)
+{
+    char f[512];
+    snprintf(f, sizeof(f), "%s/s%02x.%s", dir, s, ext);
+    struct stat st;
+    if (stat(f, &st) != 0)
+        return NULL;
+    *len = (size_t)st.st_size;
+    return test_slurp(f);
+}
+
+static void
+ck_put(const char *dir, unsigned s, const char *data, size_t len)
+{
+    char f[512];
+    snprintf(f, sizeof(f), "%s/s%02x.hix", dir, s);
+    int fd = open(f, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0);
+    CHECK(write(fd, data, len) == (ssize_t)len);
+    close(fd);
+}
+
+static int
+ck_runs(const char *dir)
+{
+    int n = 0;
+    for (unsigned s = 0; s < 16; s++) {
+        char f[512];
+        snprintf(f, sizeof(f), "%s/s%02x.hix", dir, s);
+        n += access(f, F_OK) == 0;
+    }
+    return n;
+}
+
+static void
+test_checkpoint(void)
+{
+    const uint32_t MEM = QMDB_INDEXER_MEMORY, HYB = QMDB_INDEXER_HYBRID;
+    char dir[256], dref[256];
+    path(dir, sizeof(dir), "ckpt");
+    path(dref, sizeof(dref), "ckpt-ref");
+    qmdb_options co;
+    qmdb_options_init(&co);
+    co.compact_thres = 1; /* compaction and pruning: twigs below first_twig, a moving head */
+    co.utilization_ratio = 1;
+    co.utilization_div = 1;
+    co.entry_segment_bytes = 65536;
+    co.twig_segment_bytes = 128 * 1024;
+    co.history_blocks = 4;
+    CHECK_OK(qmdb_create(dir, &co));
+    CHECK_OK(qmdb_create(dref, &co));
+    uint32_t res = 0;
+    qmdb_db *ref = ck_open(dref, MEM, 0, &res);
+    qmdb_db *a = ck_open(dir, MEM, 0, &res);
+    CHECK_EQ_U64(ck_runs(dir), 0);
+    ck_blocks_ops(a, 50, 1500, 1);
+    ck_blocks_ops(ref, 50, 1500, 1);
+    qmdb_stats st = QMDB_STATS_INIT;
+    CHECK_OK(qmdb_stat(a, &st));
+    CHECK(st.pruned_twigs > 0);
+    /* 1. A clean close of the in-memory indexer writes the checkpoint; a fast open loads it
+     * in every shard and answers as the log scan does. */
+    CHECK_OK(qmdb_close(a));
+    CHECK_EQ_U64(ck_runs(dir), 16);
+    ck_expect(dir, MEM, 16, ref, "after a clean close");
+    /* A verifying open scans (and, writable, deletes the runs; the close writes them). */
+    a = ck_open(dir, MEM, 0, &res);
+    CHECK_EQ_U64(res, 0);
+    CHECK_EQ_U64(ck_runs(dir), 0);
+    CHECK_OK(qmdb_close(a));
+    CHECK_EQ_U64(ck_runs(dir), 16);
+
+    /* 2. A writable fast open loads it and keeps the runs; blocks, a close, a new one. */
+    a = ck_open(dir, MEM, QMDB_OPEN_FAST, &res);
+    CHECK_EQ_U64(res, 16);
+    CHECK_EQ_U64(ck_runs(dir), 16);
+    ck_blocks(a, 5, 2);
+    ck_blocks(ref, 5, 2);
+    ck_same(a, ref, false);
+    CHECK_OK(qmdb_close(a));
+    ck_expect(dir, MEM, 16, ref, "after blocks and a close");
+    /* An open and a close with no block between keep the run as it is. */
+    char *r5 = NULL, *r5b = NULL;
+    size_t l5 = 0, l5b = 0;
+    r5 = ck_slurp(dir, 5, "hix", &l5);
+    a = ck_open(dir, MEM, QMDB_OPEN_FAST, &res);
+    CHECK_OK(qmdb_close(a));
+    r5b = ck_slurp(dir, 5, "hix", &l5b);
+    CHECK(r5 && r5b && l5 == l5b && memcmp(r5, r5b, l5) == 0);
+    free(r5b);
+
+    /* 3. Stale runs (the state of an older height: as after a crash of a writer that
+     * committed blocks after loading them) are never loaded; a read-only open changes no
+     * file; a writable one deletes them and its close writes new ones. */
+    char *old[16];
+    size_t olen[16];
+    for (unsigned s = 0; s < 16; s++)
+        REQUIRE((old[s] = ck_slurp(dir, s, "hix", &olen[s])) != NULL);
+    a = ck_open(dir, MEM, QMDB_OPEN_FAST, &res);
+    ck_blocks(a, 3, 3);
+    ck_blocks(ref, 3, 3);
+    CHECK_OK(qmdb_close(a));
+    ck_put(dir, 3, old[3], olen[3]);
+    ck_expect(dir, MEM, 15, ref, "one stale run");
+    ck_expect(dir, HYB, 15, ref, "one stale run, hybrid");
+    for (unsigned s = 0; s < 16; s++)
+        ck_put(dir, s, old[s], olen[s]);
+    ck_expect(dir, MEM, 0, ref, "stale runs");
+    ck_expect(dir, HYB, 0, ref, "stale runs, hybrid");
+    for (unsigned s = 0; s < 16; s++) {
+        size_t l = 0;
+        char *now = ck_slurp(dir, s, "hix", &l);
+        CHECK(now && l == olen[s] && memcmp(now, old[s], l) == 0);
+        free(now);
+    }
+    a = ck_open(dir, MEM, QMDB_OPEN_FAST, &res);
+    CHECK_EQ_U64(res, 0);
+    CHECK_EQ_U64(ck_runs(dir), 0);
+    CHECK_OK(qmdb_close(a));
+    ck_expect(dir, MEM, 16, ref, "rewritten after stale runs");
+
+    /* 4. A crash after blocks committed on a loaded checkpoint: the runs are stale. */
+    ck_crash(dir, MEM, 4, 4);
+    ck_blocks(ref, 4, 4);
+    ck_expect(dir, MEM, 0, ref, "crash after blocks (memory)");
+    ck_expect(dir, HYB, 0, ref, "crash after blocks (memory), hybrid");
+    /* A crash with nothing committed after the load: the runs still fit. */
+    a = ck_open(dir, MEM, QMDB_OPEN_FAST, &res);
+    CHECK_OK(qmdb_close(a));
+    ck_crash(dir, MEM, 0, 5);
+    ck_expect(dir, MEM, 16, ref, "crash with no block committed");
+
+    /* 5. Damaged runs: a record page, the header, the blob, truncations. */
+    size_t l7 = 0;
+    char *r7 = ck_slurp(dir, 7, "hix", &l7);
+    REQUIRE(r7 && l7 > 8192);
+    const size_t at[] = {4096 + 100, 70, 150, l7 - 1};
+    for (unsigned i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+        r7[at[i]] ^= 0x10;
+        ck_put(dir, 7, r7, l7);
+        ck_expect(dir, MEM, 15, ref, "damaged run");
+        r7[at[i]] ^= 0x10;
+    }
+    const size_t cut[] = {l7 - 1, 8192, 4096, 100, 0};
+    for (unsigned i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
+        ck_put(dir, 7, r7, cut[i]);
+        ck_expect(dir, MEM, 15, ref, "truncated run");
+    }
+    ck_put(dir, 7, r7, l7);
+    ck_expect(dir, MEM, 16, ref, "run restored");
+    /* Another shard's run in its place. */
+    ck_put(dir, 7, r5, l5);
+    ck_expect(dir, MEM, 15, ref, "another shard's run");
+    ck_put(dir, 7, r7, l7);
+
+    /* 6. Switching indexers: the hybrid indexer resumes from the in-memory checkpoint (no
+     * journal), and the in-memory indexer loads the hybrid's; crashes of either in between. */
+    a = ck_open(dir, HYB, QMDB_OPEN_FAST, &res);
+    CHECK_EQ_U64(res, 16);
+    ck_blocks(a, 3, 6);
+    ck_blocks(ref, 3, 6);
+    CHECK_OK(qmdb_close(a));
+    ck_expect(dir, MEM, 16, ref, "memory after a hybrid close");
+    ck_expect(dir, HYB, 16, ref, "hybrid after a hybrid close");
+    ck_crash(dir, HYB, 3, 7); /* the run of that close plus a journal */
+    ck_blocks(ref, 3, 7);
+    ck_expect(dir, MEM, 0, ref, "memory after a hybrid crash");
+    ck_expect(dir, HYB, 16, ref, "hybrid after a hybrid crash");
+    ck_crash(dir, MEM, 2, 8); /* deletes the journals: its blocks would be missing */
+    ck_blocks(ref, 2, 8);
+    ck_expect(dir, HYB, 0, ref, "hybrid after a memory crash");
+    ck_expect(dir, MEM, 0, ref, "memory after a memory crash");
+    a = ck_open(dir, MEM, QMDB_OPEN_FAST, &res);
+    CHECK_EQ_U64(res, 0);
+    ck_blocks(a, 2, 9);
+    ck_blocks(ref, 2, 9);
+    CHECK_OK(qmdb_close(a));
+    ck_expect(dir, HYB, 16, ref, "hybrid after a memory close");
+    a = ck_open(dir, HYB, QMDB_OPEN_FAST, &res);
+    CHECK_EQ_U64(res, 16);
+    CHECK_OK(qmdb_close(a));
+    ck_expect(dir, MEM, 16, ref, "memory after hybrid, memory, hybrid");
+    uint64_t problems = 1;
+    CHECK_OK(qmdb_check(dir, NULL, NULL, &problems));
+    CHECK_EQ_U64(problems, 0);
+
+    for (unsigned s = 0; s < 16; s++)
+        free(old[s]);
+    free(r5);
+    free(r7);
+    CHECK_OK(qmdb_close(ref));
+}
+
 int
 main(void)
 {
@@ -528,6 +874,7 @@ main(void)
     test_recovery_and_corruption();
     test_meta_damage();
     test_lock();
+    test_checkpoint();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
     CHECK(system(cmd) == 0);

@@ -63,6 +63,12 @@ expect_eq "$(cat "$T/err")" "qmdb get: not found at height 4" "get missing: stde
 expect_eq "$("$Q" root "$d" --height 2)" "$(sed -n 2p "$V/example.expected")" "root --height"
 "$Q" root "$d" --height 99 > /dev/null 2>&1; expect_rc $? 1 "root above latest"
 "$Q" stat "$d" | grep -q "^dram bytes per live entry: " && ok || bad "stat output"
+# The in-memory indexer too: the writer's close left a checkpoint that the fast read-only
+# opens load; a verifying one scans the log.
+"$Q" --indexer memory stat "$d" | grep -q "^indexer: memory; .* loaded from its checkpoint in 16 of 16 shards" &&
+  ok || bad "memory stat: $("$Q" --indexer memory stat "$d" | grep indexer)"
+"$Q" --indexer memory stat --verify "$d" | grep -q "loaded from its checkpoint in 0 of 16 shards" &&
+  ok || bad "memory stat --verify"
 QMDB_NO_URING=1 "$Q" stat "$d" | grep -q "^batched reads: pread thread pool" && ok || bad "stat: QMDB_NO_URING=1 not reported"
 
 # --indexer hybrid: the same roots; apply leaves a checkpoint that stat resumes from.

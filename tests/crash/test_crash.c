@@ -17,7 +17,8 @@
  *                                 plus the index journal (replayed blocks counted), and fall
  *                                 back to the log scan for a damaged run or journal, a stale
  *                                 run, runs ahead of the committed metadata, and blocks that
- *                                 an in-memory-indexer writer committed.
+ *                                 an in-memory-indexer writer committed; resume from the
+ *                                 checkpoint an in-memory-indexer writer's close wrote.
  *
  * A fifth argument `concurrent` installs the fault layer as a concurrent one (faultio.h), so
  * that the phase and power cases run the production configuration (worker pools, block
@@ -609,14 +610,16 @@ resume_mode(void)
     CHECK(st.index_replayed_blocks >= 16);
     h = st.height;
 
-    /* 7. Blocks committed by an open with the in-memory indexer: it deleted the runs and
-     * journals (they would miss its blocks), so the hybrid open scans the log. */
+    /* 7. Blocks committed by an open with the in-memory indexer: it deleted the journals
+     * (they would miss its blocks) and every run it did not load its index from (a run of
+     * exactly the committed height, which its blocks made stale), so the hybrid open scans
+     * the log. */
     child_commit_kill(10, false, false, true);
     for (int i = 0; i < 16; i++) {
         char name[16];
-        snprintf(name, sizeof(name), "s%02x.hix", i);
+        snprintf(name, sizeof(name), "s%02x.hixj0", i);
         CHECK(file_get(name, &len) == NULL);
-        snprintf(name, sizeof(name), "s%02x.hixj%d", i, i & 1);
+        snprintf(name, sizeof(name), "s%02x.hixj1", i);
         CHECK(file_get(name, &len) == NULL);
     }
     st = resume_check(h + 10, "crash of an in-memory-indexer writer");
@@ -625,6 +628,20 @@ resume_mode(void)
     child_commit_kill(20, false, false, false);
     st = resume_check(h + 20, "crash after the hybrid writer is back");
     CHECK_EQ_U64(st.index_resumed_shards, 16);
+    h = st.height;
+
+    /* 8. The in-memory indexer's checkpoint (a clean close): runs of exactly the committed
+     * state, from which the hybrid open resumes with no journal; again after a hybrid crash
+     * on top of it. */
+    child_commit_kill(10, false, true, true);
+    st = resume_check(h + 10, "clean close of an in-memory-indexer writer");
+    CHECK_EQ_U64(st.index_resumed_shards, 16);
+    CHECK_EQ_U64(st.index_replayed_blocks, 0);
+    h = st.height;
+    child_commit_kill(10, true, false, false);
+    st = resume_check(h + 10, "crash of a hybrid writer after it");
+    CHECK_EQ_U64(st.index_resumed_shards, 16);
+    CHECK(st.index_replayed_blocks >= 16);
     last_ok = st.height;
     for (int i = 0; i < 16; i++)
         free(stale[i]);

@@ -9,11 +9,15 @@
  * hold its nrec records, and its blob is the header's blob_len bytes from blob_off to the end;
  * lookups and
  * the walk return 0, QMDB_CORRUPT or an errno code; a complete walk yields qm_hix_count
- * records.
+ * records. The checkpoint decoders of the in-memory indexer (src/hrecover.c): a blob that
+ * qm_ckpt_fits accepts against the run's own state holds exactly the state's twigs; a run
+ * that qm_ckpt_load_index loads gives an in-memory index of qm_hix_count records, all in
+ * shard 3, in key order, below the state's log size.
  */
 #include "codec.h"
 #include "fuzz.h"
 #include "hindex.h"
+#include "shard.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -56,6 +60,47 @@ walk_fn(void *arg, const u8 key6[6], u64 pos)
     FUZZ_ASSERT(pos % 8 == 0);
     w[0]++;
     return 0;
+}
+
+typedef struct ix_walk {
+    u64 n, prev, entry_size;
+} ix_walk;
+
+static int
+ix_fn(void *arg, const u8 key6[6], u64 pos)
+{
+    ix_walk *w = arg;
+    u64 k = qm_get_u48be(key6);
+    FUZZ_ASSERT(key6[0] >> 4 == 3 && k >= w->prev && pos < w->entry_size && pos % 8 == 0);
+    w->prev = k;
+    w->n++;
+    return 0;
+}
+
+/* The in-memory indexer's checkpoint decoders on the loaded run (state st, blob). */
+static void
+ckpt(qm_hindex *x, const qm_hix_state *st, const u8 *blob, size_t blob_len)
+{
+    qm_shard_meta m;
+    memset(&m, 0, sizeof(m));
+    m.next_sn = st->next_sn;
+    m.entry_size = st->entry_size;
+    m.live = st->live;
+    m.first_twig = st->first_twig;
+    memcpy(m.root, st->root, 32);
+    u64 ntw = 0;
+    if (qm_ckpt_fits(st, blob, blob_len, &m, st->height, &ntw))
+        FUZZ_ASSERT(blob_len == 16 + ntw * 264 && st->first_twig + ntw == (st->next_sn >> 11) + 1);
+    qm_index ix;
+    qm_index_init(&ix);
+    int rc = qm_ckpt_load_index(x, 3, st->entry_size, &ix);
+    FUZZ_ASSERT(ok_rc(rc, QMDB_NOTFOUND));
+    if (rc == 0) {
+        FUZZ_ASSERT(ix.count == qm_hix_count(x));
+        ix_walk w = {0, 0, st->entry_size};
+        FUZZ_ASSERT(qm_index_foreach(&ix, 3, ix_fn, &w) == 0 && w.n == ix.count);
+    }
+    qm_index_free(&ix);
 }
 
 static void
@@ -118,6 +163,7 @@ check(const uint8_t *data, size_t size)
     rc = qm_hix_foreach(x, walk_fn, w);
     FUZZ_ASSERT(ok_rc(rc, QMDB_CORRUPT));
     FUZZ_ASSERT(rc != 0 || w[0] == qm_hix_count(x));
+    ckpt(x, &st, blob, blob_len);
     lookups(x, data, size);
     qm_hix_free(x);
     free(blob);

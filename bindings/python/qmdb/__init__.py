@@ -379,7 +379,7 @@ class Db:
 
     def close(self):
         """Closes the handle (a second close does nothing); waits for calls in progress.
-        NoCheckpoint: every block is durable, only the hybrid index checkpoint was lost."""
+        NoCheckpoint: every block is durable, only the index checkpoint was lost."""
         with self._cv:
             db, self._db = self._db, None
             while self._users:

@@ -50,7 +50,7 @@ pub enum ErrorKind {
     BadProof,
     TooMany,
     Busy,
-    /// From `close` only: every block is durable, only the hybrid index checkpoint was lost.
+    /// From `close` only: every block is durable, only the index checkpoint was lost.
     NoCheckpoint,
     /// A system error: the errno value.
     Os(i32),
