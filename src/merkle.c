@@ -279,8 +279,8 @@ tree_trim(qm_tree *t)
     tree_rebase((u8 **)&t->twigs, &t->cap, &t->twig_base, x, t->ntwigs, sizeof(qm_twig));
     u64 youngest = t->ntwigs - 1;
     for (unsigned l = 12; l < QM_MAX_LEVEL; l++)
-        tree_rebase(&t->upper[l], &t->upper_cap[l], &t->upper_base[l],
-                    (x >> (l - 12)) & ~(u64)1, level_count(youngest, l), 32);
+        tree_rebase(&t->upper[l], &t->upper_cap[l], &t->upper_base[l], (x >> (l - 12)) & ~(u64)1,
+                    level_count(youngest, l), 32);
 }
 
 int
@@ -329,8 +329,9 @@ qm_tree_commit(qm_tree *t)
         size_t nj = 0;
         for (u64 i = 0; i < n; i++) {
             u64 p = cur[i];
-            jobs[nj++] = (qm_h2_job){qm_tree_node(t, l - 1, 2 * p), qm_tree_node(t, l - 1, 2 * p + 1),
-                                     node_at(t, l, p), (u8)(l - 1)};
+            jobs[nj++] =
+                (qm_h2_job){qm_tree_node(t, l - 1, 2 * p), qm_tree_node(t, l - 1, 2 * p + 1),
+                            node_at(t, l, p), (u8)(l - 1)};
             if (nj == QM_ARRAY_LEN(jobs)) {
                 qm_h2_batch(jobs, nj);
                 nj = 0;

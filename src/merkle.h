@@ -37,14 +37,14 @@ typedef struct qm_tree {
     u64 ntwigs, cap; /* ntwigs = youngest + 1 (a twig id, not a count of slots); cap in slots */
     u64 first_twig;  /* lowest twig id not pruned */
     u64 next_sn;
-    u8 (*ltree)[32];         /* youngest twig's left tree: 4096-node heap */
-    unsigned lt_lo, lt_hi;   /* dirty leaf range of ltree */
+    u8 (*ltree)[32];       /* youngest twig's left tree: 4096-node heap */
+    unsigned lt_lo, lt_hi; /* dirty leaf range of ltree */
     /* Level L's 32-byte nodes (upper[12] = twig roots): node n at upper[L] + 32 * (n -
      * upper_base[L]), for upper_base[L] <= n <= the level's last node: use qm_tree_node(). */
     u8 *upper[QM_MAX_LEVEL];
     u64 upper_base[QM_MAX_LEVEL];
     u64 upper_cap[QM_MAX_LEVEL]; /* in nodes */
-    u64 *dirty; /* dirty twig ids (unsorted, may repeat) */
+    u64 *dirty;                  /* dirty twig ids (unsorted, may repeat) */
     u64 ndirty, dirty_cap;
     u64 *scratch; /* for dirty-set propagation */
     u64 scratch_cap;

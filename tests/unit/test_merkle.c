@@ -217,8 +217,9 @@ test_prune_shrinks(void)
     CHECK(before - fixed >= prunable * (QM_ACTIVE_BYTES + sizeof(qm_twig) + 32));
     CHECK((after - fixed) * 10 < before - fixed);
     CHECK(a.twig_base == a.first_twig && a.first_twig == prunable);
-    fprintf(stderr, "test_merkle: tree DRAM above the fixed %" PRIu64 " B: %" PRIu64
-                    " B with %" PRIu64 " twigs, %" PRIu64 " B after pruning %" PRIu64 "\n",
+    fprintf(stderr,
+            "test_merkle: tree DRAM above the fixed %" PRIu64 " B: %" PRIu64 " B with %" PRIu64
+            " twigs, %" PRIu64 " B after pruning %" PRIu64 "\n",
             fixed, before - fixed, a.ntwigs, after - fixed, prunable);
     /* Proofs and roots after the rebase, before any further commit... */
     check_paths(&a, &b);
