@@ -243,7 +243,7 @@ check_shard(chk *c, qm_shard *s)
     u64 n = w.n;
     u64 active = 0;
     for (u64 id = t->first_twig; id < t->ntwigs; id++)
-        active += t->twigs[id].nactive;
+        active += qm_tree_twig(t, id)->nactive;
     if (active != count || active != s->live)
         report(c,
                "shard %u: %" PRIu64 " active bits, %" PRIu64 " index records, %" PRIu64

@@ -65,8 +65,9 @@ static u64
 youngest_first_pos(const qm_shard *s)
 {
     const qm_tree *t = &s->tree;
-    return ((t->ntwigs - 1) << QM_TWIG_SHIFT) < t->next_sn ? t->twigs[t->ntwigs - 1].first_pos
-                                                           : s->entries.size;
+    return ((t->ntwigs - 1) << QM_TWIG_SHIFT) < t->next_sn
+               ? qm_tree_twig(t, t->ntwigs - 1)->first_pos
+               : s->entries.size;
 }
 
 /* The shard's state after its last applied block, reported as `height`, and its blob. */
@@ -89,7 +90,7 @@ shard_snapshot(qm_shard *s, u64 height, qm_hix_state *st, u8 **blob, size_t *len
     qm_put_u64le(b, youngest_first_pos(s));
     qm_put_u64le(b + 8, ntw);
     for (u64 i = 0; i < ntw; i++) {
-        const qm_twig *tw = &t->twigs[t->first_twig + i];
+        const qm_twig *tw = qm_tree_twig(t, t->first_twig + i);
         memcpy(b + 16 + i * CKPT_TWIG, tw->active, QM_ACTIVE_BYTES);
         qm_put_u64le(b + 16 + i * CKPT_TWIG + QM_ACTIVE_BYTES, tw->deact_height);
     }
@@ -178,7 +179,7 @@ replay(qm_shard *s, qm_hindex *x, const u8 *p, size_t len, u64 sn0, qm_hixj_blk 
                 u64 d = it.a;
                 if (d >= b.next_sn || d >= s->tree.next_sn)
                     return false;
-                qm_twig *tw = &t->twigs[d >> QM_TWIG_SHIFT];
+                qm_twig *tw = qm_tree_twig(t, d >> QM_TWIG_SHIFT);
                 unsigned bit = (unsigned)(d & QM_TWIG_MASK);
                 if (!(tw->active[bit >> 3] & (1u << (bit & 7))))
                     return false;
@@ -222,7 +223,7 @@ ckpt_restore_bits(qm_shard *s, const qm_hix_state *st, const u8 *blob, u64 ntw,
     qm_tree *t = &s->tree;
     u64 sn0 = m->first_twig << QM_TWIG_SHIFT, youngest = t->ntwigs - 1;
     for (u64 id = m->first_twig; id <= youngest; id++) {
-        qm_twig *tw = &t->twigs[id];
+        qm_twig *tw = qm_tree_twig(t, id);
         u64 i = id - st->first_twig;
         if (i < ntw) {
             memcpy(tw->active, blob + 16 + i * CKPT_TWIG, QM_ACTIVE_BYTES);
@@ -234,7 +235,7 @@ ckpt_restore_bits(qm_shard *s, const qm_hix_state *st, const u8 *blob, u64 ntw,
     }
     for (u64 sn = QM_MAX(st->next_sn, sn0); sn < m->next_sn; sn++) {
         unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
-        t->twigs[sn >> QM_TWIG_SHIFT].active[bit >> 3] |= (u8)(1u << (bit & 7));
+        qm_tree_twig(t, sn >> QM_TWIG_SHIFT)->active[bit >> 3] |= (u8)(1u << (bit & 7));
     }
 }
 
@@ -247,7 +248,7 @@ ckpt_finish(qm_shard *s, const qm_shard_meta *m, u64 yfirst)
     qm_tree *t = &s->tree;
     u64 live = 0;
     for (u64 id = m->first_twig; id < t->ntwigs; id++) {
-        qm_twig *tw = &t->twigs[id];
+        qm_twig *tw = qm_tree_twig(t, id);
         tw->nactive = 0;
         for (unsigned k = 0; k < QM_ACTIVE_BYTES; k++)
             tw->nactive += (u32)__builtin_popcount(tw->active[k]);

@@ -9,6 +9,10 @@
 
 #include <stdlib.h>
 
+/* The arrays drop pruned twigs once at least this many, and at least a quarter of the twigs
+ * held, are pruned: each move is paid for by the twigs it drops (amortised O(1) per twig). */
+#define TRIM_MIN 8
+
 static int
 tree_reserve(u8 **arr, u64 *cap, u64 need, size_t elem)
 {
@@ -28,9 +32,9 @@ qm_tree_ensure_twigs(qm_tree *t, u64 ntwigs)
 {
     if (ntwigs <= t->ntwigs)
         return 0;
-    QM_RET(tree_reserve((u8 **)&t->twigs, &t->cap, ntwigs, sizeof(qm_twig)));
+    QM_RET(tree_reserve((u8 **)&t->twigs, &t->cap, ntwigs - t->twig_base, sizeof(qm_twig)));
     for (u64 i = t->ntwigs; i < ntwigs; i++) {
-        qm_twig *tw = &t->twigs[i];
+        qm_twig *tw = &t->twigs[i - t->twig_base];
         memset(tw, 0, sizeof(*tw));
         memcpy(tw->left_root, qm_null_left(11), 32);
         tw->active = calloc(1, QM_ACTIVE_BYTES);
@@ -45,7 +49,7 @@ qm_tree_ensure_twigs(qm_tree *t, u64 ntwigs)
 static int
 tree_mark_dirty(qm_tree *t, u64 id)
 {
-    qm_twig *tw = &t->twigs[id];
+    qm_twig *tw = qm_tree_twig(t, id);
     if (tw->dirty)
         return 0;
     if (t->ndirty == t->dirty_cap)
@@ -72,8 +76,8 @@ qm_tree_init(qm_tree *t)
 void
 qm_tree_free(qm_tree *t)
 {
-    for (u64 i = 0; i < t->ntwigs; i++)
-        free(t->twigs[i].active);
+    for (u64 id = t->twig_base; id < t->ntwigs; id++)
+        free(qm_tree_twig(t, id)->active);
     free(t->twigs);
     free(t->ltree);
     for (int l = 0; l < QM_MAX_LEVEL; l++)
@@ -91,7 +95,7 @@ qm_tree_append(qm_tree *t, const u8 leaf[32], u64 pos, bool *full)
     unsigned p = (unsigned)(sn & QM_TWIG_MASK);
     *full = false;
     QM_ASSERT(id == t->ntwigs - 1);
-    qm_twig *tw = &t->twigs[id];
+    qm_twig *tw = qm_tree_twig(t, id);
     if (p == 0)
         tw->first_pos = pos;
     memcpy(t->ltree[2048 + p], leaf, 32);
@@ -135,10 +139,11 @@ bool
 qm_tree_is_active(const qm_tree *t, u64 sn)
 {
     u64 id = sn >> QM_TWIG_SHIFT;
-    if (sn >= t->next_sn || id < t->first_twig || !t->twigs[id].active)
+    if (sn >= t->next_sn || id < t->first_twig)
         return false;
+    const u8 *bits = qm_tree_twig(t, id)->active;
     unsigned p = (unsigned)(sn & QM_TWIG_MASK);
-    return (t->twigs[id].active[p >> 3] >> (p & 7)) & 1;
+    return bits && (bits[p >> 3] >> (p & 7)) & 1;
 }
 
 void
@@ -146,7 +151,7 @@ qm_tree_deactivate(qm_tree *t, u64 sn, u64 height)
 {
     u64 id = sn >> QM_TWIG_SHIFT;
     QM_ASSERT(qm_tree_is_active(t, sn));
-    qm_twig *tw = &t->twigs[id];
+    qm_twig *tw = qm_tree_twig(t, id);
     unsigned p = (unsigned)(sn & QM_TWIG_MASK);
     tw->active[p >> 3] &= (u8) ~(1u << (p & 7));
     tw->nactive--;
@@ -183,12 +188,99 @@ tree_max_level(u64 youngest)
     return lvl;
 }
 
-/* Node n of level l, or the null node if n lies past the level's last node. */
-static const u8 *
-tree_node(const qm_tree *t, unsigned l, u64 n, u64 youngest)
+static u64
+level_count(u64 youngest, unsigned l)
 {
-    u64 count = (youngest >> (l - 12)) + 1;
-    return n < count ? t->upper[l] + 32 * n : qm_null_node(l);
+    return (youngest >> (l - 12)) + 1;
+}
+
+/* Where node n of level l is held. */
+static u8 *
+node_at(const qm_tree *t, unsigned l, u64 n)
+{
+    QM_ASSERT(n >= t->upper_base[l] && n - t->upper_base[l] < t->upper_cap[l]);
+    return t->upper[l] + 32 * (n - t->upper_base[l]);
+}
+
+const u8 *
+qm_tree_node(const qm_tree *t, unsigned l, u64 n)
+{
+    return n < level_count(t->ntwigs - 1, l) ? node_at(t, l, n) : qm_null_node(l);
+}
+
+/* Room for every node of levels 12..maxl from the level's base to its last node. */
+static int
+tree_upper_reserve(qm_tree *t, unsigned maxl)
+{
+    u64 youngest = t->ntwigs - 1;
+    for (unsigned l = 12; l <= maxl; l++)
+        QM_RET(tree_reserve(&t->upper[l], &t->upper_cap[l],
+                            level_count(youngest, l) - t->upper_base[l], 32));
+    return 0;
+}
+
+/*
+ * Moves array *arr (elements of elem bytes, element i holding index *base + i, *cap elements
+ * allocated) to start at index nb >= *base, dropping what lies below, and shrinks the
+ * allocation to about 1.5 times what indexes nb..end-1 need.
+ */
+static void
+tree_rebase(u8 **arr, u64 *cap, u64 *base, u64 nb, u64 end, size_t elem)
+{
+    if (nb <= *base)
+        return;
+    u64 shift = nb - *base;
+    *base = nb;
+    if (shift >= *cap) {
+        free(*arr);
+        *arr = NULL;
+        *cap = 0;
+        return;
+    }
+    memmove(*arr, *arr + shift * elem, (*cap - shift) * elem);
+    u64 len = end > nb ? end - nb : 0;
+    u64 want = len + len / 2 + 8;
+    if (want < *cap) {
+        u8 *p = realloc(*arr, want * elem);
+        if (p) {
+            *arr = p;
+            *cap = want;
+        }
+    }
+}
+
+/*
+ * Drops the pruned twigs and the upper-tree nodes that no later commit or proof reads, once
+ * enough twigs are pruned (TRIM_MIN). With x = first_twig, what stays is twigs x.. and, at
+ * level L, nodes from ((x >> (L - 12)) & ~1): the path of twig x and everything right of it,
+ * plus the left sibling of each node of that path. A commit rehashes only parents of twigs
+ * >= x, whose children lie in that range; a proof of twig id >= x reads the siblings
+ * ((id >> (L - 12)) ^ 1), also in it. The dropped nodes cover pruned twigs only, which never
+ * change again: their hashes live on in the kept left siblings, so every root is unchanged.
+ * Only done when no twig below x waits to be hashed (the pruned ones were hashed by the
+ * commit that made them prunable: qm_shard_plan_prune runs after qm_tree_commit).
+ */
+static void
+tree_trim(qm_tree *t)
+{
+    u64 x = t->first_twig, held = t->ntwigs - t->twig_base;
+    if (x < t->twig_base + TRIM_MIN || (x - t->twig_base) * 4 < held)
+        return;
+    if (t->ndirty == UINT64_MAX)
+        return;
+    for (u64 i = 0; i < t->ndirty; i++)
+        if (t->dirty[i] < x)
+            return;
+    for (u64 id = t->twig_base; id < x; id++) {
+        qm_twig *tw = qm_tree_twig(t, id);
+        free(tw->active);
+        tw->active = NULL;
+    }
+    tree_rebase((u8 **)&t->twigs, &t->cap, &t->twig_base, x, t->ntwigs, sizeof(qm_twig));
+    u64 youngest = t->ntwigs - 1;
+    for (unsigned l = 12; l < QM_MAX_LEVEL; l++)
+        tree_rebase(&t->upper[l], &t->upper_cap[l], &t->upper_base[l], (x >> (l - 12)) & ~(u64)1,
+                    level_count(youngest, l), 32);
 }
 
 int
@@ -198,10 +290,7 @@ qm_tree_commit(qm_tree *t)
     bool all = (t->ndirty == UINT64_MAX);
     unsigned maxl = tree_max_level(youngest);
     t->max_level = maxl;
-    for (unsigned l = 12; l <= maxl; l++) {
-        u64 count = (youngest >> (l - 12)) + 1;
-        QM_RET(tree_reserve(&t->upper[l], &t->upper_cap[l], count, 32));
-    }
+    QM_RET(tree_upper_reserve(t, maxl));
     /* Youngest twig's left tree. */
     qm_left_tree_update(t->ltree, t->lt_lo, t->lt_hi);
     t->lt_lo = t->lt_hi = 0;
@@ -209,11 +298,12 @@ qm_tree_commit(qm_tree *t)
     u64 *cur;
     u64 n;
     if (all) {
-        n = t->ntwigs;
+        /* Every twig held; the edge nodes left of them never change (tree_trim). */
+        n = t->ntwigs - t->twig_base;
         QM_RET(tree_reserve((u8 **)&t->scratch, &t->scratch_cap, n, sizeof(u64)));
         cur = t->scratch;
         for (u64 i = 0; i < n; i++)
-            cur[i] = i;
+            cur[i] = t->twig_base + i;
     } else {
         n = t->ndirty;
         cur = t->dirty;
@@ -221,9 +311,9 @@ qm_tree_commit(qm_tree *t)
     }
     /* Level 12: twig roots. */
     for (u64 i = 0; i < n; i++) {
-        qm_twig *tw = &t->twigs[cur[i]];
+        qm_twig *tw = qm_tree_twig(t, cur[i]);
         const u8 *left = (cur[i] == youngest) ? t->ltree[1] : tw->left_root;
-        qm_twig_root(left, tw->active, t->upper[12] + 32 * cur[i]);
+        qm_twig_root(left, tw->active, node_at(t, 12, cur[i]));
         tw->dirty = false;
     }
     /* Upper levels: the parents of the dirty positions, level by level. */
@@ -239,9 +329,9 @@ qm_tree_commit(qm_tree *t)
         size_t nj = 0;
         for (u64 i = 0; i < n; i++) {
             u64 p = cur[i];
-            jobs[nj++] = (qm_h2_job){tree_node(t, l - 1, 2 * p, youngest),
-                                     tree_node(t, l - 1, 2 * p + 1, youngest), t->upper[l] + 32 * p,
-                                     (u8)(l - 1)};
+            jobs[nj++] =
+                (qm_h2_job){qm_tree_node(t, l - 1, 2 * p), qm_tree_node(t, l - 1, 2 * p + 1),
+                            node_at(t, l, p), (u8)(l - 1)};
             if (nj == QM_ARRAY_LEN(jobs)) {
                 qm_h2_batch(jobs, nj);
                 nj = 0;
@@ -249,31 +339,76 @@ qm_tree_commit(qm_tree *t)
         }
         qm_h2_batch(jobs, nj);
     }
-    memcpy(t->root, t->upper[maxl], 32);
+    memcpy(t->root, node_at(t, maxl, 0), 32);
     t->ndirty = 0;
+    tree_trim(t);
     return 0;
 }
 
 void
 qm_tree_prune_twig(qm_tree *t, u64 id)
 {
-    qm_twig *tw = &t->twigs[id];
+    qm_twig *tw = qm_tree_twig(t, id);
     QM_ASSERT(tw->nactive == 0);
     free(tw->active);
     tw->active = NULL;
     if (id + 1 > t->first_twig)
         t->first_twig = id + 1;
+    tree_trim(t);
 }
 
 u64
 qm_tree_dram_bytes(const qm_tree *t)
 {
     u64 b = sizeof(*t) + t->cap * sizeof(qm_twig) + QM_LEFT_NODES * 32;
-    for (u64 i = t->first_twig; i < t->ntwigs; i++)
-        if (t->twigs[i].active)
+    for (u64 id = t->first_twig; id < t->ntwigs; id++)
+        if (qm_tree_twig(t, id)->active)
             b += QM_ACTIVE_BYTES;
     for (int l = 0; l < QM_MAX_LEVEL; l++)
         b += t->upper_cap[l] * 32;
     b += (t->dirty_cap + t->scratch_cap) * sizeof(u64);
     return b;
+}
+
+int
+qm_tree_recover_begin(qm_tree *t, u64 first, u64 ntwigs)
+{
+    QM_ASSERT(t->ntwigs == 1 && t->twig_base == 0 && t->next_sn == 0 && first < ntwigs);
+    if (first > 0) {
+        /* Twig 0 (from qm_tree_init) is pruned: the held twigs start at `first`. */
+        free(t->twigs[0].active);
+        t->twigs[0].active = NULL;
+        t->twig_base = t->ntwigs = first;
+        t->ndirty = 0;
+        for (unsigned l = 12; l < QM_MAX_LEVEL; l++)
+            t->upper_base[l] = (first >> (l - 12)) & ~(u64)1;
+    }
+    t->first_twig = first;
+    QM_RET(qm_tree_ensure_twigs(t, ntwigs));
+    t->max_level = tree_max_level(ntwigs - 1);
+    return tree_upper_reserve(t, t->max_level);
+}
+
+/*
+ * The pruned twigs' roots, fed in id order, form complete subtrees; each one that is an edge
+ * node (at or right of the level's base) is stored. Nodes left of the base are only carried
+ * in b->pend until their sibling arrives.
+ */
+void
+qm_tree_add_pruned(qm_tree *t, qm_edge_builder *b, const u8 left_root[32])
+{
+    u64 idx = b->n++;
+    QM_ASSERT(idx < t->first_twig);
+    u8 node[32], parent[32];
+    qm_twig_root(left_root, NULL, node);
+    for (unsigned l = 12; l < QM_MAX_LEVEL; l++, idx >>= 1) {
+        if (idx >= t->upper_base[l])
+            memcpy(node_at(t, l, idx), node, 32);
+        if (!(idx & 1)) {
+            memcpy(b->pend[l], node, 32);
+            return;
+        }
+        qm_h2((u8)l, b->pend[l], node, parent);
+        memcpy(node, parent, 32);
+    }
 }

@@ -6,8 +6,13 @@
  * paths and yields the shard root (FORMAT.md §3-§4, and §7a: the root is always the pure
  * Merkle root of the current leaves and ActiveBits).
  *
- * DRAM per twig: ~100 bytes of bookkeeping + 256 bytes of ActiveBits (freed when the twig is
- * pruned) + ~64 bytes of upper-tree nodes: about 0.2 bytes per entry.
+ * DRAM per unpruned twig: ~64 bytes of bookkeeping (qm_twig) + 256 bytes of ActiveBits + ~64
+ * bytes of upper-tree nodes: about 0.2 bytes per unpruned entry. Pruned twigs cost nothing: the
+ * arrays start at a base (twig_base for twigs[], upper_base[L] for level L) that follows
+ * first_twig; once enough twigs are pruned the live parts move down and the allocations
+ * shrink (qm_tree_prune_twig, qm_tree_commit). What stays of the pruned part of the upper
+ * tree is its right edge: per level at most one node left of the path to first_twig, the
+ * left sibling that the roots and the proofs of unpruned twigs need (FORMAT.md §4).
  *
  * Thread: owned by one shard's writer (the flusher once the pipeline lands).
  */
@@ -27,15 +32,19 @@ typedef struct qm_twig {
 } qm_twig;
 
 typedef struct qm_tree {
-    qm_twig *twigs; /* index = twig id; ntwigs = youngest + 1 */
-    u64 ntwigs, cap;
-    u64 first_twig; /* lowest twig id not pruned */
+    qm_twig *twigs;  /* twigs[i] is twig twig_base + i: use qm_tree_twig() */
+    u64 twig_base;   /* lowest twig id held; <= first_twig */
+    u64 ntwigs, cap; /* ntwigs = youngest + 1 (a twig id, not a count of slots); cap in slots */
+    u64 first_twig;  /* lowest twig id not pruned */
     u64 next_sn;
-    u8 (*ltree)[32];         /* youngest twig's left tree: 4096-node heap */
-    unsigned lt_lo, lt_hi;   /* dirty leaf range of ltree */
-    u8 *upper[QM_MAX_LEVEL]; /* level L array of 32-byte nodes; upper[12] = twig roots */
-    u64 upper_cap[QM_MAX_LEVEL];
-    u64 *dirty; /* dirty twig ids (unsorted, may repeat) */
+    u8 (*ltree)[32];       /* youngest twig's left tree: 4096-node heap */
+    unsigned lt_lo, lt_hi; /* dirty leaf range of ltree */
+    /* Level L's 32-byte nodes (upper[12] = twig roots): node n at upper[L] + 32 * (n -
+     * upper_base[L]), for upper_base[L] <= n <= the level's last node: use qm_tree_node(). */
+    u8 *upper[QM_MAX_LEVEL];
+    u64 upper_base[QM_MAX_LEVEL];
+    u64 upper_cap[QM_MAX_LEVEL]; /* in nodes */
+    u64 *dirty;                  /* dirty twig ids (unsorted, may repeat) */
     u64 ndirty, dirty_cap;
     u64 *scratch; /* for dirty-set propagation */
     u64 scratch_cap;
@@ -68,13 +77,46 @@ QM_HIDDEN int qm_tree_commit(qm_tree *t);
 /* Marks every twig dirty (after a rebuild) so the next commit recomputes everything. */
 QM_HIDDEN void qm_tree_mark_all_dirty(qm_tree *t);
 
-/* Frees the ActiveBits of twig `id` (which must have none set). */
+/*
+ * Prunes twig `id` (which must have no ActiveBit set and be hashed): frees its ActiveBits and
+ * advances first_twig past it. When enough twigs are pruned, the arrays drop them (above).
+ */
 QM_HIDDEN void qm_tree_prune_twig(qm_tree *t, u64 id);
+
+/* Twig `id`, which must be held: twig_base <= id < ntwigs (every id >= first_twig is). */
+static inline qm_twig *
+qm_tree_twig(const qm_tree *t, u64 id)
+{
+    QM_ASSERT(id >= t->twig_base && id < t->ntwigs);
+    return &t->twigs[id - t->twig_base];
+}
+
+/*
+ * Node n of level L (12 <= L <= max_level) as of the last commit, or the null node if n lies
+ * past the level's last node. n must not lie left of the kept edge: n >= upper_base[L], which
+ * holds for the siblings on the path of every twig >= first_twig (n >= ((first_twig >> (L -
+ * 12)) & ~1)).
+ */
+QM_HIDDEN const u8 *qm_tree_node(const qm_tree *t, unsigned L, u64 n);
 
 /* DRAM bytes held by the tree. */
 QM_HIDDEN u64 qm_tree_dram_bytes(const qm_tree *t);
 
-/* For recovery: install a full twig (left root + first pos) / the youngest twig's leaves. */
+/* Makes twigs up to ntwigs - 1 exist (new ones: all-zero ActiveBits, null left root). */
 QM_HIDDEN int qm_tree_ensure_twigs(qm_tree *t, u64 ntwigs);
+
+/*
+ * Recovery. On a tree fresh from qm_tree_init: twigs below `first` are pruned and not held,
+ * twigs first..ntwigs-1 are (all-zero ActiveBits; the caller fills in left roots and first
+ * positions). Then the left roots of the pruned twigs 0..first-1 are given in order to
+ * qm_tree_add_pruned, which keeps only the edge nodes of the upper tree that they determine.
+ * The next qm_tree_commit (after qm_tree_mark_all_dirty) computes the rest.
+ */
+typedef struct qm_edge_builder {
+    u64 n;                     /* pruned twigs given so far */
+    u8 pend[QM_MAX_LEVEL][32]; /* per level L: the left node still waiting for its sibling */
+} qm_edge_builder;
+QM_HIDDEN int qm_tree_recover_begin(qm_tree *t, u64 first, u64 ntwigs);
+QM_HIDDEN void qm_tree_add_pruned(qm_tree *t, qm_edge_builder *b, const u8 left_root[32]);
 
 #endif /* QM_MERKLE_H */

@@ -6,8 +6,9 @@
  * Sources of proof data once qmdb_commit has returned (everything is hashed then):
  *  - left-tree siblings of full twigs: the twig file (12 reads of 32 bytes: leaf + 11 peers);
  *    of the youngest twig: the in-DRAM heap tree.ltree;
- *  - ActiveBits pages and right-side peers: tree.twigs[id].active (NULL once pruned);
- *  - upper-tree peers: tree.upper[L] (or the null node past the right edge);
+ *  - ActiveBits pages and right-side peers: qm_tree_twig(tree, id)->active (NULL once pruned);
+ *  - upper-tree peers: qm_tree_node(tree, L, n) (the null node past the right edge); the
+ *    tree keeps every sibling that the path of an unpruned twig needs (merkle.h);
  *  - global peers: the 16 shard roots.
  *
  * Historical proofs use a per-shard history cache, built lazily on the first historical
@@ -348,7 +349,7 @@ build_path(qm_shard *s, u64 sn, const u8 leaf[32], u8 *out)
     unsigned p = (unsigned)(sn & QM_TWIG_MASK), U = t->max_level - 12;
     if (sn >= t->next_sn)
         return QM_CORRUPT(s->err, "shard %u: SN %" PRIu64 " is not appended", s->id, sn);
-    if (tid < t->first_twig || !t->twigs[tid].active)
+    if (tid < t->first_twig || !qm_tree_twig(t, tid)->active)
         return qm_err_set(s->err, QMDB_PRUNED, "shard %u: twig %" PRIu64 " is pruned", s->id, tid);
     qm_put_u64le(out + QM_PATH_SN, sn);
     memcpy(out + QM_PATH_LEAF, leaf, 32);
@@ -371,7 +372,7 @@ build_path(qm_shard *s, u64 sn, const u8 leaf[32], u8 *out)
             QM_RET(qm_hpfile_read(&s->twigs, rec + (u64)((j ^ 1) - 1) * 32,
                                   out + QM_PATH_LEFT + 32 * l, 32));
     }
-    const u8 *bits = t->twigs[tid].active;
+    const u8 *bits = qm_tree_twig(t, tid)->active;
     unsigned g = p >> 8;
     memcpy(out + QM_PATH_PAGE, bits + 32 * g, 32);
     memcpy(out + QM_PATH_RIGHT, bits + 32 * (g ^ 1), 32);
@@ -384,9 +385,7 @@ build_path(qm_shard *s, u64 sn, const u8 leaf[32], u8 *out)
     memcpy(out + QM_PATH_RIGHT + 64, l2[(g >> 2) ^ 1], 32);
     for (unsigned i = 0; i < U; i++) {
         unsigned L = 12 + i;
-        u64 idx = (tid >> i) ^ 1, count = (youngest >> i) + 1;
-        const u8 *node = idx < count ? t->upper[L] + 32 * idx : qm_null_node(L);
-        memcpy(out + QM_PATH_UPPER + 32 * i, node, 32);
+        memcpy(out + QM_PATH_UPPER + 32 * i, qm_tree_node(t, L, (tid >> i) ^ 1), 32);
     }
     memcpy(out + QM_PATH_UPPER + 32 * U, t->root, 32);
     return 0;

@@ -32,27 +32,33 @@ static int
 recover_twigs(qm_shard *s, const qm_shard_meta *m)
 {
     qm_tree *t = &s->tree;
-    u64 nfull = m->next_sn >> QM_TWIG_SHIFT;
-    QM_RET(qm_tree_ensure_twigs(t, nfull + 1));
+    u64 nfull = m->next_sn >> QM_TWIG_SHIFT, first = m->first_twig;
+    /* The tree holds twigs first..nfull; the pruned ones only give the upper tree's left
+     * edge (merkle.h), computed here from their left roots as they are read. */
+    QM_RET(qm_tree_recover_begin(t, first, nfull + 1));
     t->next_sn = m->next_sn;
-    t->first_twig = m->first_twig;
+    qm_edge_builder eb = {0};
     u8 rec[QM_TMETA_REC * 64];
     for (u64 id = 0; id < nfull; id += 64) {
         u64 cnt = QM_MIN((u64)64, nfull - id);
         QM_RET(qm_hpfile_read(&s->tmeta, id * QM_TMETA_REC, rec, cnt * QM_TMETA_REC));
         for (u64 k = 0; k < cnt; k++) {
-            qm_twig *tw = &t->twigs[id + k];
-            if (qm_tmeta_decode(rec + k * QM_TMETA_REC, QM_TMETA_REC, id + k, tw->left_root,
-                                &tw->first_pos) != 0)
+            u8 left[32];
+            u64 first_pos;
+            if (qm_tmeta_decode(rec + k * QM_TMETA_REC, QM_TMETA_REC, id + k, left, &first_pos) !=
+                0)
                 return QM_CORRUPT(s->err,
                                   "%s.0000000000: twig-meta record %" PRIu64 " at offset %" PRIu64
                                   " is corrupt (CRC)",
                                   s->tmeta.path_prefix, id + k, (id + k) * QM_TMETA_REC);
+            if (id + k < first) {
+                qm_tree_add_pruned(t, &eb, left);
+            } else {
+                qm_twig *tw = qm_tree_twig(t, id + k);
+                memcpy(tw->left_root, left, 32);
+                tw->first_pos = first_pos;
+            }
         }
-    }
-    for (u64 id = 0; id < t->first_twig; id++) {
-        free(t->twigs[id].active);
-        t->twigs[id].active = NULL;
     }
     return 0;
 }
@@ -70,7 +76,8 @@ verify_full_twig(qm_shard *s, u64 id, u8 (*nodes)[32], const scan_rec *recs, u64
     u8 *rec = s->twigrec;
     QM_RET(qm_hpfile_read(&s->twigs, id * QM_TWIG_REC, rec, QM_TWIG_REC));
     bool rec_ok = qm_twigrec_check(rec, QM_TWIG_REC, id) == 0;
-    if (memcmp(nodes[1], s->tree.twigs[id].left_root, 32) != 0) {
+    const qm_twig *tw = qm_tree_twig(&s->tree, id);
+    if (memcmp(nodes[1], tw->left_root, 32) != 0) {
         for (unsigned i = 0; rec_ok && i < QM_TWIG_LEAVES; i++) {
             if (memcmp(rec + (size_t)(2047 + i) * 32, nodes[2048 + i], 32) != 0) {
                 u64 sn = (id << QM_TWIG_SHIFT) + i, pos = recs[sn - sn0].pos;
@@ -84,7 +91,7 @@ verify_full_twig(qm_shard *s, u64 id, u8 (*nodes)[32], const scan_rec *recs, u64
         return QM_CORRUPT(s->err,
                           "%s: entries of twig %" PRIu64
                           " do not hash to its recorded left root (log from offset %" PRIu64 ")",
-                          s->entries.path_prefix, id, s->tree.twigs[id].first_pos);
+                          s->entries.path_prefix, id, tw->first_pos);
     }
     if (!rec_ok || memcmp(rec, nodes[1], 4095 * 32) != 0)
         return QM_CORRUPT(
@@ -112,9 +119,10 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
     }
     /* Every unpruned twig starts all-zero; the scan sets and clears bits. */
     for (u64 id = t->first_twig; id <= youngest; id++) {
-        memset(t->twigs[id].active, 0, QM_ACTIVE_BYTES);
-        t->twigs[id].nactive = 0;
-        t->twigs[id].deact_height = 0;
+        qm_twig *tw = qm_tree_twig(t, id);
+        memset(tw->active, 0, QM_ACTIVE_BYTES);
+        tw->nactive = 0;
+        tw->deact_height = 0;
     }
     u64 pos = m->entry_head, live = 0, height = 0;
     for (u64 sn = sn0; sn < m->next_sn; sn++) {
@@ -124,7 +132,7 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
         QM_TRY(qm_shard_scan_entry(s, &sc, pos, sn, &p, &len, &e));
         u64 id = sn >> QM_TWIG_SHIFT;
         unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
-        qm_twig *tw = &t->twigs[id];
+        qm_twig *tw = qm_tree_twig(t, id);
         if (bit == 0 && id < youngest && tw->first_pos != pos) {
             rc = QM_CORRUPT(s->err,
                             "%s: twig %" PRIu64 " starts at log offset %" PRIu64
@@ -274,7 +282,7 @@ qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
     if (memcmp(s->tree.root, m->root, 32) != 0) {
         /* Full twigs were checked against their records (unless fast), so the damage is most
          * likely in the youngest twig's entries: name that range of the log. */
-        u64 ypos = s->tree.twigs[s->tree.ntwigs - 1].first_pos;
+        u64 ypos = qm_tree_twig(&s->tree, s->tree.ntwigs - 1)->first_pos;
         if ((m->next_sn & QM_TWIG_MASK) == 0)
             ypos = m->entry_size;
         return QM_CORRUPT(err,

@@ -250,7 +250,7 @@ shard_persist_full_twig(qm_shard *s, u64 twig_id)
         return QM_CORRUPT(s->err, "shard %u twig file: record %" PRIu64 " at offset %" PRIu64,
                           s->id, twig_id, pos);
     u8 rec[QM_TMETA_REC];
-    const qm_twig *tw = &s->tree.twigs[twig_id];
+    const qm_twig *tw = qm_tree_twig(&s->tree, twig_id);
     qm_tmeta_encode(rec, twig_id, tw->left_root, tw->first_pos);
     QM_RET(qm_hpfile_append(&s->tmeta, rec, QM_TMETA_REC, &pos));
     return qm_tree_start_next_twig(&s->tree);
@@ -506,7 +506,7 @@ qm_shard_plan_prune(qm_shard *s, u64 height)
     u64 youngest = t->ntwigs - 1;
     u64 id = QM_MAX(t->first_twig, s->pending_first_twig);
     while (id < youngest) {
-        const qm_twig *tw = &t->twigs[id];
+        const qm_twig *tw = qm_tree_twig(t, id);
         /* Kept while height - deact_height < history_blocks (no overflow for a huge
          * history_blocks, which must keep everything). */
         if (tw->nactive != 0 || tw->deact_height > height ||
@@ -524,7 +524,7 @@ shard_twig_start(const qm_shard *s, u64 id)
     const qm_tree *t = &s->tree;
     if (id == t->ntwigs - 1 && (t->next_sn & QM_TWIG_MASK) == 0)
         return s->entries.size;
-    return t->twigs[id].first_pos;
+    return qm_tree_twig(t, id)->first_pos;
 }
 
 void
@@ -656,7 +656,7 @@ qm_shard_youngest_leaves(qm_shard *s, const qm_shard_meta *m, u64 pos)
     if (ysn >= m->next_sn)
         pos = m->entry_size; /* the youngest twig has no entry yet */
     else
-        t->twigs[t->ntwigs - 1].first_pos = pos;
+        qm_tree_twig(t, t->ntwigs - 1)->first_pos = pos;
     qm_scan sc;
     QM_RET(qm_scan_init(&sc, &s->entries, 1 << 20));
     int rc = 0;

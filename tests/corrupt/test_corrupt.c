@@ -415,7 +415,7 @@ run_check(void)
     printf("in-memory damage:\n  index record removed ->\n%s", c.text);
     /* An index record pointing at a dead entry. */
     REQUIRE(qm_ix_insert(&s->index, kh, pos) == 0);
-    s->tree.twigs[e.sn >> QM_TWIG_SHIFT].active[(e.sn & QM_TWIG_MASK) >> 3] ^=
+    qm_tree_twig(&s->tree, e.sn >> QM_TWIG_SHIFT)->active[(e.sn & QM_TWIG_MASK) >> 3] ^=
         (u8)(1u << (e.sn & 7));
     c.text[0] = '\0';
     c.n = 0;
