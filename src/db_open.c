@@ -313,6 +313,10 @@ db_open_once(const char *dir, const qmdb_options *opt, qmdb_db **out, u64 *seq, 
         for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
             qm_ckpt_prefetch(dir, s);
     QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_open, db));
+    /* Every shard opened: a message left by a checkpoint that did not fit (the shard scanned
+     * the log instead) describes no failure. Cleared here, not by the shards' jobs, which
+     * share db->err. */
+    db->err.msg[0] = '\0';
     u8 root[32];
     global_root(db->shard, root);
     if (memcmp(root, db->meta.state_root, 32) != 0) {

@@ -305,10 +305,9 @@ qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
         x = NULL;
     }
 out:
-    if (rc == QMDB_NOTFOUND) {
+    if (rc == QMDB_NOTFOUND) { /* its message, if any, is dropped by qmdb_open (shared) */
         s->hix_replayed_blocks = 0;
         s->hix_replayed_changes = 0;
-        s->err->msg[0] = '\0';
     }
     qm_hix_free(x);
     free(blob);
@@ -412,10 +411,8 @@ qm_shard_mem_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
     u8 *blob = NULL;
     size_t len = 0;
     int rc = qm_hix_load(dir, s->id, 0, &st, &gen, &x, &blob, &len, s->err);
-    if (rc && rc != -ENOMEM) { /* unreadable (say EACCES, EIO): the log scan needs no run */
-        s->err->msg[0] = '\0';
+    if (rc && rc != -ENOMEM) /* unreadable (say EACCES, EIO): the log scan needs no run */
         return QMDB_NOTFOUND;
-    }
     if (rc)
         return rc;
     rc = QMDB_NOTFOUND; /* until everything fits */
@@ -427,10 +424,8 @@ qm_shard_mem_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
     if (!rc && !ckpt_finish(s, m, qm_get_u64le(blob)))
         rc = QMDB_NOTFOUND;
 out:
-    if (rc) {
+    if (rc) /* the message of a fallback, if any, is dropped by qmdb_open once it succeeds */
         qm_index_free(&s->index.mem);
-        s->err->msg[0] = '\0';
-    }
     qm_hix_free(x);
     free(blob);
     return rc;

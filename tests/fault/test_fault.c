@@ -586,18 +586,18 @@ test_seam_faults(void)
     env_free(&e);
 }
 
-/* Hybrid indexer: the checkpoint qmdb_close writes fails (a full disk). Every committed block
+/* Either indexer: the checkpoint qmdb_close writes fails (a full disk). Every committed block
  * is durable, so close reports QMDB_NO_CHECKPOINT (not an I/O error, which would make a caller
  * retry committed blocks), names the file, and a reopen has every block and rebuilds the
- * index from the log. */
+ * index from the log (hybrid: resumes from an older run plus its journal). */
 static void
-test_checkpoint_fault(void)
+test_checkpoint_fault(uint32_t indexer)
 {
     env e;
     env_setup(&e, 30);
     qmdb_options o;
     wl_options(&o);
-    o.indexer = QMDB_INDEXER_HYBRID;
+    o.indexer = indexer;
     /* The index captures the I/O layer at open: install it (no rule yet) first. */
     fio_install(NULL, false);
     qmdb_db *db = NULL;
@@ -620,16 +620,19 @@ test_checkpoint_fault(void)
     fio_uninstall();
     fio_reset();
     /* A fast open finds no checkpoint of the last height: every block is there, and the
-     * index resumes from the last run written plus its journal (the blocks since). */
+     * hybrid index resumes from the last run written plus its journal (the blocks since);
+     * the in-memory one (its run is of the height it was loaded at) scans the log. */
     o.flags = QMDB_OPEN_FAST;
     REQUIRE(qmdb_open(e.dir, &o, &db) == 0);
     CHECK_EQ_U64(qmdb_height(db), h);
     qmdb_stats st = QMDB_STATS_INIT;
     CHECK_OK(qmdb_stat(db, &st));
-    CHECK_EQ_U64(st.index_resumed_shards, 16);
+    CHECK_EQ_U64(st.index_resumed_shards, indexer == QMDB_INDEXER_HYBRID ? 16 : 0);
     CHECK_OK(qmdb_close(db));
     env_verify(&e, h, h, "checkpoint write failure at close");
-    printf("  %-52s QMDB_NO_CHECKPOINT, recovered height %llu\n", "ENOSPC writing the checkpoint",
+    printf("  %-52s QMDB_NO_CHECKPOINT, recovered height %llu\n",
+           indexer == QMDB_INDEXER_HYBRID ? "ENOSPC writing the checkpoint (hybrid)"
+                                          : "ENOSPC writing the checkpoint (in-memory)",
            (unsigned long long)h);
     env_free(&e);
 }
@@ -651,7 +654,8 @@ main(int argc, char **argv)
     test_prune_fault();
     test_read_faults();
     test_prune_call_fault();
-    test_checkpoint_fault();
+    test_checkpoint_fault(QMDB_INDEXER_HYBRID);
+    test_checkpoint_fault(QMDB_INDEXER_MEMORY);
     test_seam_faults();
     if (conc) {
         printf("batched reads seen by the fault layer: %ld\n", batched_total);
