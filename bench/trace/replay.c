@@ -591,7 +591,9 @@ run_engine(const rcfg *c, const char *name, const model *m, rres *res)
                            .entry_count = init_ops + creates + 1,
                            .key_size = TRACE_KEY_MAX,
                            .value_size = 80,
-                           .tuned = strcmp(name, "rocksdb") == 0};
+                           .tuned =
+                               strcmp(name, "rocksdb") == 0 || strcmp(name, "rocksdb-blob") == 0,
+                           .blob = strcmp(name, "rocksdb-blob") == 0};
     uint64_t t = now_ns();
     if (e.open(&e, res->dir, &ec)) {
         efail(res, &e, "open");

@@ -186,7 +186,9 @@ yopen(yrun *r, const char *name, const char *dir)
                            .entry_count = c->p.recordcount + c->p.operationcount,
                            .key_size = YCSB_KEY_MAX,
                            .value_size = r->vsize,
-                           .tuned = strcmp(name, "rocksdb") == 0};
+                           .tuned =
+                               strcmp(name, "rocksdb") == 0 || strcmp(name, "rocksdb-blob") == 0,
+                           .blob = strcmp(name, "rocksdb-blob") == 0};
     if (r->e.open(&r->e, dir, &ec) != 0)
         return -1;
     r->height = 0;
