@@ -46,7 +46,11 @@ typedef struct bench_engine_stats {
     uint64_t hash_compressions; /* qmdb: SHA-256 compressions by commits since open */
     uint64_t batched_reads;     /* qmdb: entry reads by the prefetcher and get_many */
     uint64_t index_page_reads;  /* qmdb-hybrid: run pages read by index lookups */
-    char note[320];             /* engine-specific extra text for the MEM line */
+    /* background work, cumulative since open (the driver reports per-phase deltas) */
+    uint64_t pruned_twigs;     /* qmdb: twigs pruned */
+    uint64_t index_merges;     /* qmdb-hybrid: overlay merges installed */
+    uint64_t compaction_bytes; /* rocksdb: bytes written by flushes and compactions */
+    char note[320];            /* engine-specific extra text for the MEM line */
 } bench_engine_stats;
 
 typedef struct bench_engine bench_engine;

@@ -82,6 +82,7 @@ typedef struct phase_rec {
     uint64_t *timeline; /* ops completed in each second of the phase (owned) */
     size_t timeline_n;
     uint64_t compactions; /* qmdb: compactions during the phase; rocksdb: running at its end */
+    uint64_t pruned_twigs, index_merges, compaction_bytes; /* during the phase */
     /* --reader-threads: the readers beside the writer (update phases) */
     int reader_threads;
     uint64_t reader_ops, reader_errors;

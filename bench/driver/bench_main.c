@@ -228,6 +228,9 @@ j_phase(jw *w, const bench_cfg *c, const phase_rec *p)
     jw_dbl(w, "bytes_per_entry", (double)p->ssd / (double)ent);
     jw_obj_end(w);
     jw_u64(w, "compactions", p->compactions);
+    jw_u64(w, "pruned_twigs", p->pruned_twigs);
+    jw_u64(w, "index_merges", p->index_merges);
+    jw_u64(w, "compaction_bytes_written", p->compaction_bytes);
     if (p->reader_threads) {
         jw_obj(w, "readers");
         jw_u64(w, "threads", (uint64_t)p->reader_threads);

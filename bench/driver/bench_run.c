@@ -36,6 +36,7 @@ typedef struct run {
     int *brcs;
     size_t bcap;                 /* bidx capacity */
     uint64_t hc0, br0, ip0, cp0; /* qmdb counters at phase start */
+    uint64_t pt0, im0, cb0;      /* background-work counters at phase start */
     bench_readers *readers;      /* --reader-threads, during update phases */
     /* current phase */
     phase_rec *p;
@@ -91,6 +92,9 @@ phase_begin(run *r, const char *name, uint64_t planned)
         r->br0 = es.batched_reads;
         r->ip0 = es.index_page_reads;
         r->cp0 = es.compactions;
+        r->pt0 = es.pruned_twigs;
+        r->im0 = es.index_merges;
+        r->cb0 = es.compaction_bytes;
     }
     disk_sample(bench_disk, &r->disk_rd0, &r->disk_wr0, &r->disk_rio0);
     cpu_times(&r->cu0, &r->cs0);
@@ -160,6 +164,12 @@ phase_measure(run *r)
         p->compactions = strncmp(r->e.name, "qmdb", 4) == 0 && p->es.compactions >= r->cp0
                              ? p->es.compactions - r->cp0
                              : p->es.compactions;
+    if (p->have_es) {
+        p->pruned_twigs = p->es.pruned_twigs >= r->pt0 ? p->es.pruned_twigs - r->pt0 : 0;
+        p->index_merges = p->es.index_merges >= r->im0 ? p->es.index_merges - r->im0 : 0;
+        p->compaction_bytes =
+            p->es.compaction_bytes >= r->cb0 ? p->es.compaction_bytes - r->cb0 : 0;
+    }
     if (p->have_es && p->es.hash_compressions) {
         p->hash_compressions = p->es.hash_compressions - r->hc0;
         p->batched_reads = p->es.batched_reads - r->br0;

@@ -326,14 +326,32 @@ timeline_dip(const phase_rec *p, dip *d)
     d->ok = 1;
 }
 
+/* What the engine's background jobs did during the phase, as text. */
+static void
+background_work(const engine_rec *er, const phase_rec *p, char *buf, size_t n)
+{
+    if (is_qmdb(er->name))
+        snprintf(buf, n, "compactions=%" PRIu64 " pruned-twigs=%" PRIu64, p->compactions,
+                 p->pruned_twigs);
+    else if (strncmp(er->name, "rocksdb", 7) == 0)
+        snprintf(buf, n, "flush+compaction writes=%.0f MiB, compactions running at end=%" PRIu64,
+                 (double)p->compaction_bytes / 1048576.0, p->compactions);
+    else
+        snprintf(buf, n, "-");
+    if (strcmp(er->name, "qmdb-hybrid") == 0) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, " index-merges=%" PRIu64, p->index_merges);
+    }
+}
+
 static void
 print_background(const engine_rec *recs, int n)
 {
     printf("\nBackground jobs: the worst one-second dip of each phase's timeline (its longest "
            "instance; full seconds only) and the commit-call latency tail of write phases\n");
-    printf("%-16s %-10s %8s %14s %14s %8s %13s %13s %11s\n", "engine", "phase", "secs",
+    printf("%-16s %-10s %8s %14s %14s %9s %13s %9s  %s\n", "engine", "phase", "secs",
            "worst second", "median second", "worst/med", "commit p99 ms", "p99.9 ms",
-           "compactions");
+           "background work during the phase");
     for (int i = 0; i < n; i++)
         for (size_t k = 0; k < BENCH_N_PHASES; k++) {
             const phase_rec *p = longest_phase(&recs[i], BENCH_PHASES[k]);
@@ -345,18 +363,26 @@ print_background(const engine_rec *recs, int n)
             if (d.ok) {
                 char w[40];
                 snprintf(w, sizeof(w), "%" PRIu64 " @%zus", d.worst, d.at);
-                printf(" %14s %14" PRIu64 " %8.2f", w, d.median,
+                printf(" %14s %14" PRIu64 " %9.2f", w, d.median,
                        d.median ? (double)d.worst / (double)d.median : 0.0);
             } else {
-                printf(" %14s %14s %8s", "(< 3 s)", "-", "-");
+                printf(" %14s %14s %9s", "(< 3 s)", "-", "-");
             }
             if (!p->op_latency)
-                printf(" %13.2f %13.2f", (double)p->commit_lat.p99 / 1e6,
+                printf(" %13.2f %9.2f", (double)p->commit_lat.p99 / 1e6,
                        (double)p->commit_lat.p999 / 1e6);
             else
-                printf(" %13s %13s", "-", "-");
-            printf(" %11" PRIu64 "\n", p->compactions);
+                printf(" %13s %9s", "-", "-");
+            char bg[96];
+            background_work(&recs[i], p, bg, sizeof(bg));
+            printf("  %s\n", bg);
         }
+    for (int i = 0; i < n; i++)
+        printf("%s: open %.2f s, close %.2f s%s\n", recs[i].name, recs[i].open_secs,
+               recs[i].close_secs,
+               strcmp(recs[i].name, "qmdb-hybrid") == 0 ? " (the close writes the index "
+                                                          "checkpoint)"
+                                                        : "");
 }
 
 void
@@ -465,6 +491,9 @@ j_background(jw *w, const engine_rec *recs, int n)
                 jw_dbl(w, "commit_p999_ms", (double)p->commit_lat.p999 / 1e6);
             }
             jw_u64(w, "compactions", p->compactions);
+            jw_u64(w, "pruned_twigs", p->pruned_twigs);
+            jw_u64(w, "index_merges", p->index_merges);
+            jw_u64(w, "compaction_bytes_written", p->compaction_bytes);
             jw_obj_end(w);
         }
     jw_arr_end(w);

@@ -2,7 +2,8 @@
 # "ok": true, and holds every phase name for every engine of the smoke run; for the mpt engine
 # also a non-empty state root and a live key count equal to the last phase's entries. With
 # qmdb in the run, "comparison" scores every phase against its fastest rival: the named rival
-# is not a qmdb variant, no other rival is faster, and the ratio is qmdb's rate over its rate.
+# is not a qmdb variant, no other rival is faster, and the ratio is qmdb's rate over its rate;
+# "background" has one record per engine and phase, with a commit latency for write phases.
 # Owns: the smoke run's JSON assertions. Threads: one `cmake -P` process, after bench_smoke.
 # Usage: cmake -DJSON=file -DENGINES=a,b,c -P check_smoke_json.cmake
 cmake_minimum_required(VERSION 3.20)
@@ -57,6 +58,24 @@ if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.19)
       if(NOT final MATCHES " keys=${want_keys} ")
         message(FATAL_ERROR "mpt: final '${final}' does not hold keys=${want_keys}")
       endif()
+    endif()
+  endforeach()
+  # The background-job report: one record per engine and phase, with the commit latency
+  # tail for the write phases only.
+  string(JSON n_bg LENGTH "${body}" background)
+  math(EXPR want_bg "${n_eng} * 7")
+  if(NOT n_bg EQUAL want_bg)
+    message(FATAL_ERROR "background has ${n_bg} records, want ${want_bg}")
+  endif()
+  math(EXPR blast "${n_bg} - 1")
+  foreach(k RANGE ${blast})
+    string(JSON ph GET "${body}" background ${k} phase)
+    string(JSON p99 ERROR_VARIABLE no_p99 GET "${body}" background ${k} commit_p99_ms)
+    if(ph MATCHES "^read" AND no_p99 STREQUAL "NOTFOUND")
+      message(FATAL_ERROR "background ${k}: read phase ${ph} has a commit latency")
+    endif()
+    if(NOT ph MATCHES "^read" AND (NOT no_p99 STREQUAL "NOTFOUND" OR NOT p99 GREATER 0))
+      message(FATAL_ERROR "background ${k}: write phase ${ph} has no commit p99 (${p99})")
     endif()
   endforeach()
   if(ENGINES MATCHES "(^|,)qmdb(,|$)")

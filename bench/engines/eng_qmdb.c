@@ -213,6 +213,8 @@ q_stats(bench_engine *e, bench_engine_stats *st)
              (unsigned long long)s.index_ssd_bytes, (unsigned long long)s.index_merges,
              (unsigned long long)s.index_page_reads);
     st->index_page_reads = s.index_page_reads;
+    st->pruned_twigs = s.pruned_twigs;
+    st->index_merges = s.index_merges;
     return 0;
 }
 

@@ -208,6 +208,18 @@ prop_u64(rdb *r, const char *name)
     return v;
 }
 
+/* Bytes written by flushes and compactions since open: the "Cumulative compaction: X GB
+ * write" line of rocksdb.cfstats (10 MB resolution). */
+static uint64_t
+compaction_bytes(rdb *r)
+{
+    char *s = rocksdb_property_value(r->db, "rocksdb.cfstats");
+    const char *t = s ? strstr(s, "Cumulative compaction: ") : NULL;
+    double gb = t ? strtod(t + strlen("Cumulative compaction: "), NULL) : 0;
+    rocksdb_free(s);
+    return (uint64_t)(gb * 1073741824.0);
+}
+
 static int
 r_stats(bench_engine *e, bench_engine_stats *st)
 {
@@ -220,6 +232,7 @@ r_stats(bench_engine *e, bench_engine_stats *st)
         r->cache ? rocksdb_cache_get_usage(r->cache) : prop_u64(r, "rocksdb.block-cache-usage");
     st->live_entries = prop_u64(r, "rocksdb.estimate-num-keys");
     st->compactions = prop_u64(r, "rocksdb.num-running-compactions");
+    st->compaction_bytes = compaction_bytes(r);
     snprintf(st->note, sizeof(st->note),
              "memtables=%llu table-readers=%llu block-cache=%llu pending-compaction=%llu "
              "running-compactions=%llu blob-files=%llu",
