@@ -1,13 +1,13 @@
 #!/bin/sh
 # matrix.sh -- the value-size matrix of BENCHMARKS.md: value sizes 8 B, 32 B, 1 KiB and 64 KiB,
 # each uncapped and under a memory cgroup cap well below the data size, every engine side by
-# by side in each cell, every cell scored against the fastest rival in it.
+# side in each cell, every cell scored against the fastest rival in it.
 # Owns: the cells' sizes and qmdb-bench command lines, and the merged matrix.json. Runs the
 # cells one after another from one shell process (qmdb-bench, jq, then matrix_plot.sh); no
 # threads of its own.
 #
 # Usage: bench/matrix.sh [--tiny] [--out DIR] [--bin PATH] [--db-dir DIR] [--engines LIST]
-#                        [--sizes "8 32 1024 65536"] [--cap BYTES] [--no-plot]
+#                        [--sizes "8 32 1024 65536"] [--cap BYTES] [--no-drop-caches] [--no-plot]
 #                        [-- extra qmdb-bench flags]
 # Each engine of each cell is its own qmdb-bench run (one after another, same seed and flags), so
 # that an engine killed by the cgroup's OOM killer costs only its own figures:
@@ -25,7 +25,8 @@
 #           then above the data: it checks the mechanics in a few minutes, not the regime.
 # The capped cells need root (the cgroup); qmdb-bench warns and runs uncapped otherwise, and
 # the cell says "mem_cap_applied": false. Every capped cell drops the page cache before each
-# engine (--drop-caches). Calibration runs once, in the first cell.
+# engine (--drop-caches; --no-drop-caches skips it, e.g. in the CTest smoke test). Calibration
+# runs once, in the first run.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${QMDB_BENCH:-$here/../build/release/bench/qmdb-bench}
@@ -36,6 +37,7 @@ sizes="8 32 1024 65536"
 cap=64M
 tiny=0
 plot=1
+drop=--drop-caches
 while [ $# -gt 0 ]; do
   case $1 in
     --tiny) tiny=1 ;;
@@ -46,8 +48,9 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=$2; shift ;;
     --cap) cap=$2; shift ;;
     --no-plot) plot=0 ;;
+    --no-drop-caches) drop="" ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "matrix.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -87,7 +90,7 @@ for v in $sizes; do
   for mode in uncapped capped; do
     cell=v$v-$mode
     capflags=""
-    [ "$mode" = uncapped ] || capflags="--mem-cap $cap --drop-caches"
+    [ "$mode" = uncapped ] || capflags="--mem-cap $cap $drop"
     echo "matrix.sh: cell $cell: $n entries, $opb ops/block, engines $engines ${capflags:+($capflags)}" >&2
     for e in $(echo "$engines" | tr ',' ' '); do
       name=$cell-$e
