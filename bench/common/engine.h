@@ -3,7 +3,9 @@
  * engine.h -- the small adapter interface every engine in qmdb-bench implements.
  *
  * Owns: the bench_engine vtable (engines/ implements it; common/registry.c maps names to
- * engines). Threads: an engine handle is driven by one thread (the main thread). One block of
+ * engines). Threads: an engine handle is driven by one thread (the main thread), except
+ * reader_open/reader_get/reader_close, which reader threads call concurrently
+ * (--reader-threads). One block of
  * writes is begin_block, then any number of tx/put/del, then commit_block (which must be durable at
  * tier D1). get reads the latest committed state (inside a block an engine may also see
  * the block's own uncommitted writes; the driver never reads a key the current block
@@ -22,6 +24,7 @@ typedef struct bench_engine_cfg {
     uint64_t entry_count; /* to size LMDB's map */
     size_t key_size, value_size;
     int tuned; /* rocksdb: 1 = tuned per BENCHMARKS.md rule 5, 0 = defaults */
+    int blob;  /* rocksdb: 1 = tuned + integrated blob files (engine rocksdb-blob) */
     /* qmdb create-time options for ablations; 0 = qmdb's default. */
     uint64_t qmdb_compact_thres;
     uint32_t qmdb_util_ratio, qmdb_util_div;
@@ -43,7 +46,11 @@ typedef struct bench_engine_stats {
     uint64_t hash_compressions; /* qmdb: SHA-256 compressions by commits since open */
     uint64_t batched_reads;     /* qmdb: entry reads by the prefetcher and get_many */
     uint64_t index_page_reads;  /* qmdb-hybrid: run pages read by index lookups */
-    char note[320];             /* engine-specific extra text for the MEM line */
+    /* background work, cumulative since open (the driver reports per-phase deltas) */
+    uint64_t pruned_twigs;     /* qmdb: twigs pruned */
+    uint64_t index_merges;     /* qmdb-hybrid: overlay merges installed */
+    uint64_t compaction_bytes; /* rocksdb: bytes written by flushes and compactions */
+    char note[320];            /* engine-specific extra text for the MEM line */
 } bench_engine_stats;
 
 typedef struct bench_engine bench_engine;
@@ -76,6 +83,16 @@ struct bench_engine {
     /* Optional: waits until every committed block is durable (engines whose commit_block
      * returns before the block's fsync, i.e. qmdb's pipeline). */
     int (*sync)(bench_engine *e);
+    /* Optional (NULL = no readers beside the writer, --reader-threads skips the engine): a
+     * get that other threads may call while the driver's thread writes and commits blocks.
+     * It reads a committed state (qmdb: the latest durable block; RocksDB: the latest
+     * write; LMDB: a read txn renewed every few gets). reader_open makes one reader
+     * thread's state (*rd, may stay NULL) and reader_close frees it; each is called on the
+     * reader's own thread. Return values as get. */
+    int (*reader_open)(bench_engine *e, void **rd);
+    int (*reader_get)(bench_engine *e, void *rd, const void *k, size_t kl, void *buf, size_t cap,
+                      size_t *vlen);
+    void (*reader_close)(bench_engine *e, void *rd);
 };
 
 #endif /* BENCH_ENGINE_H */

@@ -36,8 +36,11 @@ engine_lookup(const char *name, bench_engine *e)
         return -2;
 #endif
     }
-    if (strcmp(name, "rocksdb") == 0 || strcmp(name, "rocksdb-default") == 0) {
-        engine_rocksdb_init(e, strcmp(name, "rocksdb") == 0);
+    if (strcmp(name, "rocksdb") == 0 || strcmp(name, "rocksdb-default") == 0 ||
+        strcmp(name, "rocksdb-blob") == 0) {
+        engine_rocksdb_init(e, strcmp(name, "rocksdb") == 0        ? 1
+                               : strcmp(name, "rocksdb-blob") == 0 ? 2
+                                                                   : 0);
         return 0;
     }
     if (strcmp(name, "lmdb") == 0) {
@@ -63,8 +66,9 @@ bench_parse_engine_list(const char *list, char (*names)[32], int *n, const char 
         bench_engine e;
         int rc = engine_lookup(tok, &e);
         if (rc == -1) {
-            fprintf(stderr, "%s: %s (choose qmdb, rocksdb, rocksdb-default, lmdb, mpt)\n", who,
-                    e.err);
+            fprintf(stderr,
+                    "%s: %s (choose qmdb, rocksdb, rocksdb-default, rocksdb-blob, lmdb, mpt)\n",
+                    who, e.err);
             return -1;
         }
         if (*n == BENCH_MAX_ENGINES) {

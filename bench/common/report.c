@@ -61,6 +61,21 @@ hist_reset(lat_hist *h)
 }
 
 void
+hist_merge(lat_hist *dst, const lat_hist *src)
+{
+    if (src->n == 0)
+        return;
+    if (dst->n == 0 || src->min < dst->min)
+        dst->min = src->min;
+    if (src->max > dst->max)
+        dst->max = src->max;
+    dst->n += src->n;
+    dst->sum += src->sum;
+    for (size_t i = 0; i < HIST_BUCKETS; i++)
+        dst->b[i] += src->b[i];
+}
+
+void
 hist_add(lat_hist *h, uint64_t ns)
 {
     if (h->n == 0 || ns < h->min)

@@ -29,6 +29,8 @@ typedef struct lat_hist {
 
 void hist_reset(lat_hist *h);
 void hist_add(lat_hist *h, uint64_t ns);
+/* Adds src's samples to dst (the reader threads' histograms into one). */
+void hist_merge(lat_hist *dst, const lat_hist *src);
 /* Value (ns) at quantile q in [0, 1]; 0 if empty. */
 uint64_t hist_quantile(const lat_hist *h, double q);
 

@@ -50,6 +50,7 @@ typedef struct bench_cfg {
     uint64_t read_batch; /* RMW reads per engine batch read (get_many); 1 = get */
     int qmdb_direct_io;  /* --qmdb-direct-io */
     int reopen;          /* --reopen: time a reopen after the phases */
+    int reader_threads;  /* --reader-threads: readers beside the writer in update phases */
     /* qmdb create-time ablation options (--qmdb-*), 0 = default; copied to bench_engine_cfg */
     uint64_t qmdb_compact_thres, qmdb_history_blocks, qmdb_segment_bytes;
     uint32_t qmdb_util_ratio, qmdb_util_div;
@@ -80,6 +81,13 @@ typedef struct phase_rec {
     int have_es;
     uint64_t *timeline; /* ops completed in each second of the phase (owned) */
     size_t timeline_n;
+    uint64_t compactions; /* qmdb: compactions during the phase; rocksdb: running at its end */
+    uint64_t pruned_twigs, index_merges, compaction_bytes; /* during the phase */
+    /* --reader-threads: the readers beside the writer (update phases) */
+    int reader_threads;
+    uint64_t reader_ops, reader_errors;
+    double reader_secs;
+    lat_sum reader_lat;
 } phase_rec;
 
 typedef struct engine_rec {
@@ -96,6 +104,31 @@ typedef struct engine_rec {
     phase_rec *phases;
     size_t n_phases, cap_phases;
 } engine_rec;
+
+/* The harness's phase names in their run order, and the artifact's name of a phase in
+ * TEST_REPORT lines and the per-engine Results summary (update -> updates, read -> reads,
+ * insert -> inserts, delete -> deletes; the others keep their names). */
+extern const char *const BENCH_PHASES[];
+#define BENCH_N_PHASES 7
+const char *bench_artifact_phase(const char *name);
+
+/* The rate of the last instance of a phase of er (populate: its segments summed). 1 if the
+ * phase ran, else 0. */
+int phase_rate(const engine_rec *er, const char *name, double *rate, double *secs, uint64_t *ops);
+
+/* bench_summary.c: after the last engine, the side-by-side table scored against the fastest
+ * rival, the artifact's per-engine Results summary blocks, the per-engine figures, the
+ * background-job report and the page-cache warning (stdout); and their JSON members. */
+void bench_summary_print(const bench_cfg *c, const engine_rec *recs, int n);
+void bench_summary_json(jw *w, const bench_cfg *c, const engine_rec *recs, int n);
+
+/* bench_readers.c: --reader-threads. readers_start starts n reader threads on e over g's live
+ * keys (NULL if n is 0 or the engine has no reader_get); readers_stop stops and joins them and
+ * adds their figures to p. */
+typedef struct bench_readers bench_readers;
+struct wl_gen;
+bench_readers *readers_start(bench_engine *e, const struct wl_gen *g, int n, size_t rcap);
+void readers_stop(bench_readers *rs, phase_rec *p);
 
 /* Runs every phase for one engine. Fills rec; returns 0 on success, -1 on engine failure,
  * 1 if the run finished but some reads were wrong. */

@@ -4,7 +4,8 @@
  *
  * Owns: command-line flags and their validation, the seed (--seed and --randsrc-filename),
  * the memory cap, calibration, running each requested engine side by side (each in its own
- * subdirectory of --db-dir), the final "Results summary" and the JSON results file.
+ * subdirectory of --db-dir) and the JSON results file; the summary after the last engine is
+ * bench_summary.c's.
  * Run `qmdb-bench --help`; docs/BENCH.md describes every flag and output line.
  * Threads: the main thread; SIGINT/SIGTERM only set bench_stop (common/registry.c).
  */
@@ -28,16 +29,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const PHASES[] = {"populate", "update",    "read", "insert",
-                                     "delete",   "read-miss", "txmix"};
-#define N_PHASES (sizeof(PHASES) / sizeof(PHASES[0]))
-
 static void
 usage(FILE *f)
 {
     fprintf(
         f, "usage: qmdb-bench [options]\n"
-           "  --engine LIST            qmdb|qmdb-seq|qmdb-hybrid|rocksdb|rocksdb-default|lmdb|mpt, "
+           "  --engine LIST            "
+           "qmdb|qmdb-seq|qmdb-hybrid|rocksdb|rocksdb-default|rocksdb-blob|lmdb|mpt, "
            "comma-separated "
            "(default qmdb)\n"
            "  --db-dir DIR             parent directory of the engines' DBs (default "
@@ -74,6 +72,8 @@ usage(FILE *f)
            "                           RocksDB MultiGet; LMDB and MPT loop over get); 1 = one get\n"
            "                           per op (default 10000)\n"
            "  --qmdb-direct-io         qmdb's batched reads use O_DIRECT (QMDB_OPEN_DIRECT_IO)\n"
+           "  --reader-threads N       N threads doing gets of committed state beside the writer\n"
+           "                           during every update phase (0..64, default 0)\n"
            "  --reopen                 after the phases, close, drop caches (with --drop-caches)\n"
            "                           and time a reopen (qmdb: QMDB_OPEN_FAST)\n"
            "  --qmdb-compact-thres N   qmdb ablation: compaction threshold (live entries per "
@@ -227,36 +227,26 @@ j_phase(jw *w, const bench_cfg *c, const phase_rec *p)
     jw_u64(w, "apparent_bytes", p->ssd_apparent);
     jw_dbl(w, "bytes_per_entry", (double)p->ssd / (double)ent);
     jw_obj_end(w);
+    jw_u64(w, "compactions", p->compactions);
+    jw_u64(w, "pruned_twigs", p->pruned_twigs);
+    jw_u64(w, "index_merges", p->index_merges);
+    jw_u64(w, "compaction_bytes_written", p->compaction_bytes);
+    if (p->reader_threads) {
+        jw_obj(w, "readers");
+        jw_u64(w, "threads", (uint64_t)p->reader_threads);
+        jw_u64(w, "ops", p->reader_ops);
+        jw_dbl(w, "seconds", p->reader_secs);
+        jw_dbl(w, "ops_per_sec", p->reader_secs > 0 ? (double)p->reader_ops / p->reader_secs : 0);
+        jw_u64(w, "errors", p->reader_errors);
+        jw_lat(w, "latency", &p->reader_lat);
+        jw_obj_end(w);
+    }
     jw_arr(w, "timeline_ops_per_second");
     for (size_t i = 0; i < p->timeline_n; i++)
         jw_u64(w, NULL, p->timeline[i]);
     jw_arr_end(w);
     (void)c;
     jw_obj_end(w);
-}
-
-/* Last instance of a phase for an engine (populate: all segments summed). */
-static int
-phase_rate(const engine_rec *er, const char *name, double *rate, double *secs, uint64_t *ops)
-{
-    int found = 0;
-    *ops = 0;
-    *secs = 0;
-    for (size_t i = 0; i < er->n_phases; i++) {
-        const phase_rec *p = &er->phases[i];
-        if (strcmp(p->name, name) != 0)
-            continue;
-        if (strcmp(name, "populate") == 0) {
-            *ops += p->ops;
-            *secs += p->secs;
-        } else {
-            *ops = p->ops;
-            *secs = p->secs;
-        }
-        found = 1;
-    }
-    *rate = *secs > 0 ? (double)*ops / *secs : 0;
-    return found;
 }
 
 static void
@@ -325,6 +315,7 @@ j_config(jw *w, const bench_cfg *c)
     jw_str(w, "randsrc_filename", c->randsrc);
     jw_str(w, "randsrc_sha256", c->randsrc ? c->randsrc_digest : NULL);
     jw_bool(w, "drop_caches", c->drop_caches);
+    jw_u64(w, "reader_threads", (uint64_t)c->reader_threads);
     jw_obj_end(w);
 }
 
@@ -375,28 +366,6 @@ j_engine(jw *w, const bench_cfg *c, const engine_rec *er)
     jw_obj_end(w);
 }
 
-/* "summary": ops/s of each engine's phases (populate segments summed). */
-static void
-j_summary(jw *w, const engine_rec *recs, int n)
-{
-    jw_arr(w, "summary");
-    for (int i = 0; i < n; i++)
-        for (size_t k = 0; k < N_PHASES; k++) {
-            double rate, secs;
-            uint64_t ops;
-            if (!phase_rate(&recs[i], PHASES[k], &rate, &secs, &ops))
-                continue;
-            jw_obj(w, NULL);
-            jw_str(w, "engine", recs[i].name);
-            jw_str(w, "phase", PHASES[k]);
-            jw_u64(w, "ops", ops);
-            jw_dbl(w, "seconds", secs);
-            jw_dbl(w, "ops_per_sec", rate);
-            jw_obj_end(w);
-        }
-    jw_arr_end(w);
-}
-
 static int
 write_json(const bench_cfg *c, const calib *cal, const engine_rec *recs, int n, const char *started,
            int ok)
@@ -418,53 +387,9 @@ write_json(const bench_cfg *c, const calib *cal, const engine_rec *recs, int n, 
     for (int i = 0; i < n; i++)
         j_engine(&w, c, &recs[i]);
     jw_arr_end(&w);
-    j_summary(&w, recs, n);
+    bench_summary_json(&w, c, recs, n);
     jw_obj_end(&w);
     return jw_file_commit(f, tmp, c->output, "qmdb-bench");
-}
-
-/* Side-by-side table: one row per phase, ops/s per engine, then the first engine's rate over
- * each other engine's (the ratio columns). */
-static void
-summary(const engine_rec *recs, int n)
-{
-    printf("\nResults summary (ops/s; txmix in transactions/s)\n");
-    for (int i = 0; i < n; i++)
-        if (!recs[i].ok)
-            printf("%s FAILED: %s\n", recs[i].name, recs[i].error);
-    printf("%-10s", "phase");
-    for (int i = 0; i < n; i++)
-        printf(" %14.14s", recs[i].name);
-    for (int i = 1; i < n; i++) {
-        char h[80];
-        snprintf(h, sizeof(h), "%s/%s", recs[0].name, recs[i].name);
-        printf(" %18.18s", h);
-    }
-    printf("\n");
-    for (size_t k = 0; k < N_PHASES; k++) {
-        double r0 = 0, r, s;
-        uint64_t o;
-        int any = 0;
-        for (int i = 0; i < n; i++)
-            any |= phase_rate(&recs[i], PHASES[k], &r, &s, &o);
-        if (!any)
-            continue;
-        printf("%-10s", PHASES[k]);
-        int have0 = n > 0 && phase_rate(&recs[0], PHASES[k], &r0, &s, &o);
-        for (int i = 0; i < n; i++) {
-            if (phase_rate(&recs[i], PHASES[k], &r, &s, &o))
-                printf(" %14.0f", r);
-            else
-                printf(" %14s", "-");
-        }
-        for (int i = 1; i < n; i++) {
-            if (have0 && phase_rate(&recs[i], PHASES[k], &r, &s, &o) && r > 0)
-                printf(" %18.2f", r0 / r);
-            else
-                printf(" %18s", "-");
-        }
-        printf("\n");
-    }
 }
 
 enum {
@@ -495,7 +420,8 @@ enum {
     OPT_QCT,
     OPT_QUTIL,
     OPT_QHIST,
-    OPT_QSEG
+    OPT_QSEG,
+    OPT_READERS
 };
 
 static const struct option OPTS[] = {{"engine", required_argument, 0, OPT_ENGINE},
@@ -526,6 +452,7 @@ static const struct option OPTS[] = {{"engine", required_argument, 0, OPT_ENGINE
                                      {"qmdb-utilization", required_argument, 0, OPT_QUTIL},
                                      {"qmdb-history-blocks", required_argument, 0, OPT_QHIST},
                                      {"qmdb-segment-bytes", required_argument, 0, OPT_QSEG},
+                                     {"reader-threads", required_argument, 0, OPT_READERS},
                                      {0, 0, 0, 0}};
 
 /* Applies option o with argument a to c. Returns nonzero for a bad value, -2 for an unknown
@@ -623,6 +550,10 @@ apply_opt(bench_cfg *c, int o, const char *a)
         break;
     case OPT_QSEG:
         bad = parse_u64(a, &c->qmdb_segment_bytes) || !c->qmdb_segment_bytes;
+        break;
+    case OPT_READERS:
+        bad = parse_u64(a, &v) || v > 64;
+        c->reader_threads = (int)v;
         break;
     case OPT_OPT:
         bad = parse_u64(a, &c->ops_per_tx) || !c->ops_per_tx;
@@ -816,7 +747,7 @@ main(int argc, char **argv)
         return 2;
     int any_fail = 0;
     int n_run = run_engines(&c, recs, &any_fail);
-    summary(recs, n_run);
+    bench_summary_print(&c, recs, n_run);
     memcap_release(&bench_memcap);
     int jrc = write_json(&c, &cal, recs, n_run, started, !any_fail && !bench_stop);
     if (jrc == 0)

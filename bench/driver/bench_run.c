@@ -34,8 +34,10 @@ typedef struct run {
     uint8_t *bkeys, *bvals; /* read_batch keys / value buffers of rcap bytes */
     size_t *bvlens;
     int *brcs;
-    size_t bcap;            /* bidx capacity */
-    uint64_t hc0, br0, ip0; /* qmdb counters at phase start */
+    size_t bcap;                 /* bidx capacity */
+    uint64_t hc0, br0, ip0, cp0; /* qmdb counters at phase start */
+    uint64_t pt0, im0, cb0;      /* background-work counters at phase start */
+    bench_readers *readers;      /* --reader-threads, during update phases */
     /* current phase */
     phase_rec *p;
     lat_hist *lat, *clat;
@@ -89,6 +91,10 @@ phase_begin(run *r, const char *name, uint64_t planned)
         r->hc0 = es.hash_compressions;
         r->br0 = es.batched_reads;
         r->ip0 = es.index_page_reads;
+        r->cp0 = es.compactions;
+        r->pt0 = es.pruned_twigs;
+        r->im0 = es.index_merges;
+        r->cb0 = es.compaction_bytes;
     }
     disk_sample(bench_disk, &r->disk_rd0, &r->disk_wr0, &r->disk_rio0);
     cpu_times(&r->cu0, &r->cs0);
@@ -154,6 +160,16 @@ phase_measure(run *r)
     p->cg_bytes = memcap_usage(&bench_memcap);
     p->ssd = du_bytes(r->rec->dir, &p->ssd_apparent);
     p->have_es = r->e.stats(&r->e, &p->es) == 0;
+    if (p->have_es)
+        p->compactions = strncmp(r->e.name, "qmdb", 4) == 0 && p->es.compactions >= r->cp0
+                             ? p->es.compactions - r->cp0
+                             : p->es.compactions;
+    if (p->have_es) {
+        p->pruned_twigs = p->es.pruned_twigs >= r->pt0 ? p->es.pruned_twigs - r->pt0 : 0;
+        p->index_merges = p->es.index_merges >= r->im0 ? p->es.index_merges - r->im0 : 0;
+        p->compaction_bytes =
+            p->es.compaction_bytes >= r->cb0 ? p->es.compaction_bytes - r->cb0 : 0;
+    }
     if (p->have_es && p->es.hash_compressions) {
         p->hash_compressions = p->es.hash_compressions - r->hc0;
         p->batched_reads = p->es.batched_reads - r->br0;
@@ -194,7 +210,7 @@ print_phase_lines(const phase_rec *p, uint64_t tops, double tsecs)
            " in %.3fs (%.0f/s)\n",
            p->name, strcmp(p->name, "populate") == 0 ? p->entries_end : p->entries, p->ops, p->secs,
            rate, tops, tsecs, tsecs > 0 ? (double)tops / tsecs : 0.0);
-    printf("TEST_REPORT: Phase=%s | Ops=%" PRIu64 "\n", p->name, p->ops);
+    printf("TEST_REPORT: Phase=%s | Ops=%" PRIu64 "\n", bench_artifact_phase(p->name), p->ops);
     printf("> OS Physical Write = %" PRIu64 " bytes\n", p->disk_wr);
     printf("> OS Physical Read = %" PRIu64 " bytes\n", p->disk_rd);
     if (p->op_latency)
@@ -221,6 +237,13 @@ print_phase_lines(const phase_rec *p, uint64_t tops, double tsecs)
                "batched reads per op (entries and index pages) = %.3f\n",
                (double)p->hash_compressions / (double)p->kv_ops,
                (double)p->batched_reads / (double)p->kv_ops);
+    if (p->reader_threads)
+        printf("> Readers beside the writer: %d threads, %" PRIu64 " gets in %.3fs (%.0f/s), "
+               "p50=%.1fus p99=%.1fus p99.9=%.1fus max=%.1fus, errors=%" PRIu64 "\n",
+               p->reader_threads, p->reader_ops, p->reader_secs,
+               p->reader_secs > 0 ? (double)p->reader_ops / p->reader_secs : 0.0,
+               p->reader_lat.p50 / 1e3, p->reader_lat.p99 / 1e3, p->reader_lat.p999 / 1e3,
+               p->reader_lat.max / 1e3, p->reader_errors);
     if (p->index_page_reads && p->kv_ops)
         printf("> Index page reads per op = %.3f (hybrid indexer lookups; page cache or SSD)\n",
                (double)p->index_page_reads / (double)p->kv_ops);
@@ -262,6 +285,11 @@ phase_end(run *r)
     uint64_t tops;
     double tsecs;
     phase_measure(r);
+    if (r->readers) {
+        readers_stop(r->readers, r->p);
+        r->readers = NULL;
+        r->p->errors += r->p->reader_errors;
+    }
     phase_totals(r, r->p, &tops, &tsecs);
     print_phase_lines(r->p, tops, tsecs);
     print_resource_lines(r->p);
@@ -384,6 +412,12 @@ write_phase(run *r, const char *name, enum wkind kind, uint64_t blocks)
 {
     if (phase_begin(r, name, blocks * r->c->ops_per_block))
         return -1;
+    if (kind == W_UPDATE && r->c->reader_threads > 0) {
+        r->readers = readers_start(&r->e, &r->g, r->c->reader_threads, r->rcap);
+        if (!r->readers && !r->e.reader_get)
+            fprintf(stderr, "  [%s] no readers beside the writer: the engine has no reader_get\n",
+                    r->e.name);
+    }
     for (uint64_t b = 0; b < blocks; b++) {
         if (bench_stop) {
             snprintf(r->e.err, sizeof(r->e.err), "interrupted");
@@ -604,7 +638,9 @@ engine_cfg(const bench_cfg *c, const char *engine)
                            .entry_count = c->entry_count,
                            .key_size = c->key_size,
                            .value_size = c->value_size,
-                           .tuned = strcmp(engine, "rocksdb") == 0,
+                           .tuned = strcmp(engine, "rocksdb") == 0 ||
+                                    strcmp(engine, "rocksdb-blob") == 0,
+                           .blob = strcmp(engine, "rocksdb-blob") == 0,
                            .qmdb_compact_thres = c->qmdb_compact_thres,
                            .qmdb_util_ratio = c->qmdb_util_ratio,
                            .qmdb_util_div = c->qmdb_util_div,
@@ -645,9 +681,22 @@ time_reopen(run *r, bench_engine_cfg *ec, const char *engine)
 }
 
 /* Frees the run's buffers and the run itself. */
+/* Stops readers left running by a phase that failed (before the engine closes). */
+static void
+readers_abandon(run *r)
+{
+    if (r->readers) {
+        phase_rec scratch;
+        memset(&scratch, 0, sizeof(scratch));
+        readers_stop(r->readers, &scratch);
+        r->readers = NULL;
+    }
+}
+
 static void
 run_free(run *r)
 {
+    readers_abandon(r);
     tl_free(&r->tl);
     free(r->lat);
     free(r->clat);
@@ -717,7 +766,9 @@ bench_run_engine(const bench_cfg *c, const char *engine, engine_rec *rec)
     }
     rec->open_secs = (double)(now_ns() - t0) / 1e9;
 
-    if (run_phases(r) != 0) {
+    int prc = run_phases(r);
+    readers_abandon(r);
+    if (prc != 0) {
         snprintf(rec->error, sizeof(rec->error), "%s", r->e.err);
         fprintf(stderr, "error: engine %s: %s\n", engine, r->e.err);
         if (r->p) { /* drop the unfinished phase record */

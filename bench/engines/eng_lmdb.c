@@ -9,7 +9,10 @@
  * use one long-lived read txn that is reset/renewed after each commit; reads inside a block
  * go through the open write txn. Ordered scans (YCSB workload E) use a cursor on the same
  * txn a get would use.
- * Threads: the driver's thread (the main thread of qmdb-bench).
+ * Readers beside the writer (--reader-threads): each reader thread has its own read txn,
+ * reset and renewed every LMDB_READER_RENEW gets so that it sees new commits and does not
+ * hold old pages for long.
+ * Threads: the driver's thread (the main thread of qmdb-bench); reader_* on reader threads.
  */
 #include "engines.h"
 
@@ -19,6 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#define LMDB_READER_RENEW 64
+
+typedef struct lreader {
+    MDB_txn *t;
+    unsigned n; /* gets since the last renew */
+} lreader;
 
 typedef struct ldb {
     MDB_env *env;
@@ -248,6 +258,55 @@ l_scan(bench_engine *e, const void *k, size_t kl, size_t count, size_t *got)
     return 0;
 }
 
+static int
+l_reader_open(bench_engine *e, void **rd)
+{
+    ldb *l = e->h;
+    lreader *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -1;
+    if (mdb_txn_begin(l->env, NULL, MDB_RDONLY, &r->t) != 0) {
+        free(r);
+        return -1;
+    }
+    *rd = r;
+    return 0;
+}
+
+static int
+l_reader_get(bench_engine *e, void *rd, const void *k, size_t kl, void *buf, size_t cap,
+             size_t *vlen)
+{
+    ldb *l = e->h;
+    lreader *r = rd;
+    if (++r->n >= LMDB_READER_RENEW) {
+        mdb_txn_reset(r->t);
+        if (mdb_txn_renew(r->t) != 0)
+            return -1;
+        r->n = 0;
+    }
+    MDB_val mk = {kl, (void *)k}, mv;
+    int rc = mdb_get(r->t, l->dbi, &mk, &mv);
+    if (rc == MDB_NOTFOUND)
+        return 1;
+    if (rc)
+        return -1;
+    *vlen = mv.mv_size;
+    memcpy(buf, mv.mv_data, mv.mv_size < cap ? mv.mv_size : cap);
+    return 0;
+}
+
+static void
+l_reader_close(bench_engine *e, void *rd)
+{
+    (void)e;
+    lreader *r = rd;
+    if (r) {
+        mdb_txn_abort(r->t);
+        free(r);
+    }
+}
+
 void
 engine_lmdb_init(bench_engine *e)
 {
@@ -264,4 +323,7 @@ engine_lmdb_init(bench_engine *e)
     e->describe = l_describe;
     e->close = l_close;
     e->scan = l_scan;
+    e->reader_open = l_reader_open;
+    e->reader_get = l_reader_get;
+    e->reader_close = l_reader_close;
 }

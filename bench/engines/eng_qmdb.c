@@ -10,8 +10,11 @@
  * sync waits for the last one. Engine "qmdb-seq" opens with QMDB_OPEN_NO_PIPELINE and uses
  * qmdb_commit (the paper's pipeline-off ablation). Engine "qmdb-hybrid" is "qmdb" with the
  * hybrid indexer (QMDB_INDEXER_HYBRID). Every block is fsynced either way (qmdb
- * has no D0 tier). Reads: qmdb_get, and qmdb_get_many for the driver's batches.
- * Threads: the driver's thread calls the adapter; qmdb runs its pipeline threads itself.
+ * has no D0 tier). Reads: qmdb_get, and qmdb_get_many for the driver's batches; readers
+ * beside the writer (--reader-threads) use the committed-read API, qmdb_get_committed (the
+ * latest durable block).
+ * Threads: the driver's thread calls the adapter; qmdb runs its pipeline threads itself;
+ * reader_* run on reader threads (qmdb's reads are thread-safe).
  */
 #include "engines.h"
 
@@ -210,6 +213,8 @@ q_stats(bench_engine *e, bench_engine_stats *st)
              (unsigned long long)s.index_ssd_bytes, (unsigned long long)s.index_merges,
              (unsigned long long)s.index_page_reads);
     st->index_page_reads = s.index_page_reads;
+    st->pruned_twigs = s.pruned_twigs;
+    st->index_merges = s.index_merges;
     return 0;
 }
 
@@ -245,6 +250,34 @@ q_close(bench_engine *e)
     return 0;
 }
 
+static int
+q_reader_open(bench_engine *e, void **rd)
+{
+    (void)e;
+    *rd = NULL;
+    return 0;
+}
+
+static int
+q_reader_get(bench_engine *e, void *rd, const void *k, size_t kl, void *buf, size_t cap,
+             size_t *vlen)
+{
+    (void)rd;
+    int rc = qmdb_get_committed(((qdb *)e->h)->db, k, kl, buf, cap, vlen);
+    if (rc == QMDB_NOTFOUND)
+        return 1;
+    if (rc == QMDB_BUFFER_TOO_SMALL)
+        return 0;
+    return rc ? -1 : 0;
+}
+
+static void
+q_reader_close(bench_engine *e, void *rd)
+{
+    (void)e;
+    (void)rd;
+}
+
 int
 engine_qmdb_available(void)
 {
@@ -268,4 +301,7 @@ engine_qmdb_init(bench_engine *e)
     e->stats = q_stats;
     e->describe = q_describe;
     e->close = q_close;
+    e->reader_open = q_reader_open;
+    e->reader_get = q_reader_get;
+    e->reader_close = q_reader_close;
 }

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * eng_rocksdb.c -- RocksDB adapters for qmdb-bench ("rocksdb" tuned, "rocksdb-default").
+ * eng_rocksdb.c -- RocksDB adapters for qmdb-bench ("rocksdb" tuned, "rocksdb-default",
+ * "rocksdb-blob").
  *
  * Owns: RocksDB option choices and the block -> WriteBatch mapping.
  *  - rocksdb (tuned, BENCHMARKS.md rule 5): the options of rocksdb_tune.c, its block cache and
  *    memtables sized from --mem-cap there (block cache 1 GiB when uncapped).
  *  - rocksdb-default: rocksdb_options_create() defaults plus create_if_missing.
+ *  - rocksdb-blob: the tuned options plus integrated blob files (key-value separation,
+ *    bench_rocksdb_blob in rocksdb_tune.c); blobs are cached in the same block cache, so the
+ *    memory budget is the tuned engine's.
+ * Readers beside the writer (--reader-threads): plain gets, which RocksDB allows from any
+ * thread.
  * Both: one WriteBatch per block, written with sync=1 at D1 and sync=0 at D0 (WAL on);
  * ordered scans with one iterator per scan (YCSB workload E).
  * Threads: the driver's thread calls the adapter; RocksDB runs its own flush/compaction
@@ -35,6 +41,7 @@ typedef struct rdb {
     rocksdb_readoptions_t *ro;
     rocksdb_writebatch_t *wb;
     int tuned;
+    int blob;
 } rdb;
 
 static int
@@ -54,13 +61,16 @@ r_open(bench_engine *e, const char *dir, const bench_engine_cfg *cfg)
         return -1;
     }
     e->h = r;
-    r->tuned = cfg->tuned;
+    r->tuned = cfg->tuned || cfg->blob;
+    r->blob = cfg->blob;
     r->opt = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(r->opt, 1);
     if (r->tuned) {
         r->cache = rocksdb_cache_create_lru(bench_rocksdb_cache_budget(cfg->mem_cap));
         r->bbt = bench_rocksdb_tune(r->opt, r->cache, bench_rocksdb_memtable_budget(cfg->mem_cap));
     }
+    if (r->blob)
+        bench_rocksdb_blob(r->opt, r->cache);
     char *rerr = NULL;
     /* Opened through the column-family call only to get the default family's handle, which
      * the batched MultiGet API takes. */
@@ -198,6 +208,18 @@ prop_u64(rdb *r, const char *name)
     return v;
 }
 
+/* Bytes written by flushes and compactions since open: the "Cumulative compaction: X GB
+ * write" line of rocksdb.cfstats (10 MB resolution). */
+static uint64_t
+compaction_bytes(rdb *r)
+{
+    char *s = rocksdb_property_value(r->db, "rocksdb.cfstats");
+    const char *t = s ? strstr(s, "Cumulative compaction: ") : NULL;
+    double gb = t ? strtod(t + strlen("Cumulative compaction: "), NULL) : 0;
+    rocksdb_free(s);
+    return (uint64_t)(gb * 1073741824.0);
+}
+
 static int
 r_stats(bench_engine *e, bench_engine_stats *st)
 {
@@ -209,11 +231,16 @@ r_stats(bench_engine *e, bench_engine_stats *st)
     st->cache_bytes =
         r->cache ? rocksdb_cache_get_usage(r->cache) : prop_u64(r, "rocksdb.block-cache-usage");
     st->live_entries = prop_u64(r, "rocksdb.estimate-num-keys");
+    st->compactions = prop_u64(r, "rocksdb.num-running-compactions");
+    st->compaction_bytes = compaction_bytes(r);
     snprintf(st->note, sizeof(st->note),
-             "memtables=%llu table-readers=%llu block-cache=%llu pending-compaction=%llu",
+             "memtables=%llu table-readers=%llu block-cache=%llu pending-compaction=%llu "
+             "running-compactions=%llu blob-files=%llu",
              (unsigned long long)st->tree_dram_bytes, (unsigned long long)st->index_dram_bytes,
              (unsigned long long)st->cache_bytes,
-             (unsigned long long)prop_u64(r, "rocksdb.estimate-pending-compaction-bytes"));
+             (unsigned long long)prop_u64(r, "rocksdb.estimate-pending-compaction-bytes"),
+             (unsigned long long)st->compactions,
+             (unsigned long long)prop_u64(r, "rocksdb.num-blob-files"));
     return 0;
 }
 
@@ -221,10 +248,20 @@ static void
 r_describe(bench_engine *e, char *buf, size_t n)
 {
     rdb *r = e->h;
-    snprintf(buf, n, "rocksdb %s, estimate-num-keys=%llu, L0 files=%llu",
-             r->tuned ? "tuned" : "defaults",
-             (unsigned long long)prop_u64(r, "rocksdb.estimate-num-keys"),
-             (unsigned long long)prop_u64(r, "rocksdb.num-files-at-level0"));
+    if (r->blob)
+        snprintf(buf, n,
+                 "rocksdb tuned with blob files, estimate-num-keys=%llu, L0 files=%llu, "
+                 "blob-files=%llu, blob-bytes=%llu, live-blob-bytes=%llu",
+                 (unsigned long long)prop_u64(r, "rocksdb.estimate-num-keys"),
+                 (unsigned long long)prop_u64(r, "rocksdb.num-files-at-level0"),
+                 (unsigned long long)prop_u64(r, "rocksdb.num-blob-files"),
+                 (unsigned long long)prop_u64(r, "rocksdb.total-blob-file-size"),
+                 (unsigned long long)prop_u64(r, "rocksdb.live-blob-file-size"));
+    else
+        snprintf(buf, n, "rocksdb %s, estimate-num-keys=%llu, L0 files=%llu",
+                 r->tuned ? "tuned" : "defaults",
+                 (unsigned long long)prop_u64(r, "rocksdb.estimate-num-keys"),
+                 (unsigned long long)prop_u64(r, "rocksdb.num-files-at-level0"));
 }
 
 static int
@@ -283,11 +320,52 @@ r_scan(bench_engine *e, const void *k, size_t kl, size_t count, size_t *got)
     return 0;
 }
 
+/* Readers beside the writer: a plain get (RocksDB reads are thread-safe). */
+static int
+r_reader_open(bench_engine *e, void **rd)
+{
+    (void)e;
+    *rd = NULL;
+    return 0;
+}
+
+static int
+r_reader_get(bench_engine *e, void *rd, const void *k, size_t kl, void *buf, size_t cap,
+             size_t *vlen)
+{
+    (void)rd;
+    rdb *r = e->h;
+    char *rerr = NULL;
+    rocksdb_pinnableslice_t *ps = rocksdb_get_pinned(r->db, r->ro, k, kl, &rerr);
+    if (rerr) {
+        rocksdb_free(rerr);
+        return -1; /* e->err belongs to the writer's thread */
+    }
+    if (!ps)
+        return 1;
+    size_t n = 0;
+    const char *v = rocksdb_pinnableslice_value(ps, &n);
+    int rc = v ? 0 : 1;
+    if (v) {
+        *vlen = n;
+        memcpy(buf, v, n < cap ? n : cap);
+    }
+    rocksdb_pinnableslice_destroy(ps);
+    return rc;
+}
+
+static void
+r_reader_close(bench_engine *e, void *rd)
+{
+    (void)e;
+    (void)rd;
+}
+
 void
-engine_rocksdb_init(bench_engine *e, int tuned)
+engine_rocksdb_init(bench_engine *e, int mode)
 {
     memset(e, 0, sizeof(*e));
-    e->name = tuned ? "rocksdb" : "rocksdb-default";
+    e->name = mode == 1 ? "rocksdb" : mode == 2 ? "rocksdb-blob" : "rocksdb-default";
     e->open = r_open;
     e->begin_block = r_begin;
     e->tx = r_tx;
@@ -300,4 +378,7 @@ engine_rocksdb_init(bench_engine *e, int tuned)
     e->close = r_close;
     e->scan = r_scan;
     e->get_many = r_get_many;
+    e->reader_open = r_reader_open;
+    e->reader_get = r_reader_get;
+    e->reader_close = r_reader_close;
 }

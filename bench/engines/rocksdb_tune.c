@@ -4,7 +4,7 @@
  * A block cache of C/2 with the default two 64 MiB memtables was OOM-killed in a 512 MiB
  * cgroup at 38.4M of 50M entries (anonymous RSS 511 MiB): hence 3C/8 + C/8.
  * Thread: whichever thread opens the engine.
- * Owns: the option values and bench_rocksdb_cache_budget.
+ * Owns: the option values, bench_rocksdb_cache_budget and the blob-file options.
  */
 #include "rocksdb_tune.h"
 
@@ -41,4 +41,19 @@ bench_rocksdb_tune(rocksdb_options_t *opt, rocksdb_cache_t *cache, size_t memtab
         rocksdb_options_set_db_write_buffer_size(opt, memtable_bytes);
     }
     return bbt;
+}
+
+void
+bench_rocksdb_blob(rocksdb_options_t *opt, rocksdb_cache_t *cache)
+{
+    rocksdb_options_set_enable_blob_files(opt, 1);
+    rocksdb_options_set_min_blob_size(opt, BENCH_ROCKSDB_MIN_BLOB);
+    rocksdb_options_set_blob_file_size(opt, (uint64_t)256 << 20);
+    rocksdb_options_set_blob_compression_type(opt, rocksdb_no_compression);
+    rocksdb_options_set_enable_blob_gc(opt, 1);
+    rocksdb_options_set_blob_gc_age_cutoff(opt, 0.25);
+    rocksdb_options_set_blob_gc_force_threshold(opt, 1.0);
+    rocksdb_options_set_blob_file_starting_level(opt, 0);
+    if (cache)
+        rocksdb_options_set_blob_cache(opt, cache);
 }

@@ -4,7 +4,7 @@
  * rocksdb engine (eng_rocksdb.c) and the MPT baseline (mpt.c), and the split of a memory
  * cap between their block cache and memtables.
  * Thread: whichever thread opens the engine.
- * Owns: the declarations of the tuned options and the cache split.
+ * Owns: the declarations of the tuned options, the blob-file options and the cache split.
  */
 #ifndef BENCH_ROCKSDB_TUNE_H
 #define BENCH_ROCKSDB_TUNE_H
@@ -27,5 +27,14 @@ size_t bench_rocksdb_memtable_budget(uint64_t mem_cap);
  * the table options, which the caller destroys after rocksdb_close. */
 rocksdb_block_based_table_options_t *
 bench_rocksdb_tune(rocksdb_options_t *opt, rocksdb_cache_t *cache, size_t memtable_bytes);
+
+/* Integrated blob files (key-value separation) as RocksDB's BlobDB documentation describes
+ * for large values, on top of the tuned options: enable_blob_files, values of at least
+ * BENCH_ROCKSDB_MIN_BLOB bytes go to blob files (smaller ones stay in the LSM tree), 256 MiB
+ * blob files, no blob compression (random data), blob garbage collection on with age cutoff
+ * 0.25 and force threshold 1.0, blob files from level 0 on (written by flushes), and blobs
+ * cached in `cache` (the tuned block cache: the same memory budget). */
+#define BENCH_ROCKSDB_MIN_BLOB 1024
+void bench_rocksdb_blob(rocksdb_options_t *opt, rocksdb_cache_t *cache);
 
 #endif

@@ -73,7 +73,7 @@ run() {
   echo "sweep: $name: $bin $*" >&2
   if "$bin" --db-dir "$db/$name" --calibrate-secs 0 --output "$out/$name.json" "$@" \
        > "$out/$name.log" 2>&1; then
-    grep -A20 '^Results summary' "$out/$name.log" | grep -v '^results written' >&2 || true
+    grep -A12 '^Side by side' "$out/$name.log" | grep -v '^results written' >&2 || true
   else
     echo "sweep: $name FAILED (see $out/$name.log)" >&2
     failed=1

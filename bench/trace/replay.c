@@ -591,7 +591,9 @@ run_engine(const rcfg *c, const char *name, const model *m, rres *res)
                            .entry_count = init_ops + creates + 1,
                            .key_size = TRACE_KEY_MAX,
                            .value_size = 80,
-                           .tuned = strcmp(name, "rocksdb") == 0};
+                           .tuned =
+                               strcmp(name, "rocksdb") == 0 || strcmp(name, "rocksdb-blob") == 0,
+                           .blob = strcmp(name, "rocksdb-blob") == 0};
     uint64_t t = now_ns();
     if (e.open(&e, res->dir, &ec)) {
         efail(res, &e, "open");
@@ -720,20 +722,21 @@ static void
 usage(FILE *f)
 {
     fprintf(
-        f, "usage: qmdb-bench replay --trace TRACE [--init INIT] [options]   (docs/TRACE.md)\n"
-           "  --trace PATH        QTRC trace file or directory of *.qtr segments\n"
-           "  --init PATH         initial-state bundle, loaded (untimed) before the replay\n"
-           "  --engine LIST       qmdb|rocksdb|rocksdb-default|lmdb|mpt, comma-separated "
-           "(default qmdb)\n"
-           "  --db-dir DIR        parent of the engines' DBs (default /tmp/qmdb-replay)\n"
-           "  --durability D0|D1  (default D1; qmdb is always D1)\n"
-           "  --verify            read every key of init + trace back at the end and compare with\n"
-           "                      the trace's final state; engines must agree (exit 1 otherwise)\n"
-           "  --dump PREFIX       with --verify: write PREFIX.<engine> (key value|- per line)\n"
-           "  --queue-depth N     blocks the reader thread decodes ahead (default 64)\n"
-           "  --progress-secs S   seconds between progress lines (default 2)\n"
-           "  --output FILE       JSON results (default qmdb-replay-results.json)\n"
-           "  --keep              keep the DB directories\n");
+        f,
+        "usage: qmdb-bench replay --trace TRACE [--init INIT] [options]   (docs/TRACE.md)\n"
+        "  --trace PATH        QTRC trace file or directory of *.qtr segments\n"
+        "  --init PATH         initial-state bundle, loaded (untimed) before the replay\n"
+        "  --engine LIST       qmdb|rocksdb|rocksdb-default|rocksdb-blob|lmdb|mpt, comma-separated "
+        "(default qmdb)\n"
+        "  --db-dir DIR        parent of the engines' DBs (default /tmp/qmdb-replay)\n"
+        "  --durability D0|D1  (default D1; qmdb is always D1)\n"
+        "  --verify            read every key of init + trace back at the end and compare with\n"
+        "                      the trace's final state; engines must agree (exit 1 otherwise)\n"
+        "  --dump PREFIX       with --verify: write PREFIX.<engine> (key value|- per line)\n"
+        "  --queue-depth N     blocks the reader thread decodes ahead (default 64)\n"
+        "  --progress-secs S   seconds between progress lines (default 2)\n"
+        "  --output FILE       JSON results (default qmdb-replay-results.json)\n"
+        "  --keep              keep the DB directories\n");
 }
 
 static void
@@ -828,6 +831,19 @@ print_summary(const rcfg *c, const rres *rs, int n)
             printf("readback MISMATCH between %s and %s\n", rs[0].name, rs[i].name);
             fail = 1;
         }
+    }
+    /* Each qmdb variant against the fastest rival (the fastest engine that is not qmdb). */
+    for (int s = 0; s < n; s++) {
+        if (strncmp(rs[s].name, "qmdb", 4) != 0 || !rs[s].ok || rs[s].secs <= 0)
+            continue;
+        int b = -1;
+        for (int i = 0; i < n; i++)
+            if (strncmp(rs[i].name, "qmdb", 4) != 0 && rs[i].ok && rs[i].secs > 0 &&
+                (b < 0 || (double)rs[i].txs / rs[i].secs > (double)rs[b].txs / rs[b].secs))
+                b = i;
+        if (b >= 0)
+            printf("%s / fastest rival: %.2fx vs %s (TPS)\n", rs[s].name,
+                   ((double)rs[s].txs / rs[s].secs) / ((double)rs[b].txs / rs[b].secs), rs[b].name);
     }
     return fail;
 }

@@ -186,7 +186,9 @@ yopen(yrun *r, const char *name, const char *dir)
                            .entry_count = c->p.recordcount + c->p.operationcount,
                            .key_size = YCSB_KEY_MAX,
                            .value_size = r->vsize,
-                           .tuned = strcmp(name, "rocksdb") == 0};
+                           .tuned =
+                               strcmp(name, "rocksdb") == 0 || strcmp(name, "rocksdb-blob") == 0,
+                           .blob = strcmp(name, "rocksdb-blob") == 0};
     if (r->e.open(&r->e, dir, &ec) != 0)
         return -1;
     r->height = 0;
@@ -577,6 +579,27 @@ dist_name(ycsb_dist d)
     return d == YD_ZIPFIAN ? "zipfian" : d == YD_LATEST ? "latest" : "uniform";
 }
 
+/* The fastest rival of qmdb variant s by median ops/s: the fastest engine that ran and is
+ * not a qmdb variant (BENCHMARKS.md: every cell against whichever rival is fastest in it).
+ * -1 if none. */
+static int
+y_fastest_rival(const eng_res *er, int n, int s)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (i != s && strncmp(er[i].name, "qmdb", 4) != 0 && er[i].applicable && er[i].n_runs &&
+            er[i].m_rate > 0 && (best < 0 || er[i].m_rate > er[best].m_rate))
+            best = i;
+    return best;
+}
+
+static int
+y_scored(const eng_res *er, int s)
+{
+    return strncmp(er[s].name, "qmdb", 4) == 0 && er[s].applicable && er[s].n_runs &&
+           er[s].m_rate > 0;
+}
+
 static void
 table(const ycfg *c, const eng_res *er, int n)
 {
@@ -622,6 +645,12 @@ table(const ycfg *c, const eng_res *er, int n)
                 printf(" | %-6s %9.0f %9.1f %9.1f", "", e->m_op[o].rate, e->m_op[o].p50,
                        e->m_op[o].p99);
         printf("%s\n", e->ok ? "" : "  (FAILED)");
+    }
+    for (int s = 0; s < n; s++) {
+        int b = y_scored(er, s) ? y_fastest_rival(er, n, s) : -1;
+        if (b >= 0)
+            printf("%s / fastest rival: %.2fx vs %s (median ops/s %.0f vs %.0f)\n", er[s].name,
+                   er[s].m_rate / er[b].m_rate, er[b].name, er[s].m_rate, er[b].m_rate);
     }
 }
 
@@ -777,6 +806,20 @@ write_json(const ycfg *c, const eng_res *er, int n, const char *started, int ok)
     jw_bool(&w, "ok", ok);
     j_workload(&w, c);
     j_config(&w, c);
+    jw_arr(&w, "comparison");
+    for (int s = 0; s < n; s++) {
+        int b = y_scored(er, s) ? y_fastest_rival(er, n, s) : -1;
+        if (b < 0)
+            continue;
+        jw_obj(&w, NULL);
+        jw_str(&w, "engine", er[s].name);
+        jw_dbl(&w, "ops_per_sec", er[s].m_rate);
+        jw_str(&w, "fastest_rival", er[b].name);
+        jw_dbl(&w, "fastest_rival_ops_per_sec", er[b].m_rate);
+        jw_dbl(&w, "ratio", er[s].m_rate / er[b].m_rate);
+        jw_obj_end(&w);
+    }
+    jw_arr_end(&w);
     jw_arr(&w, "engines");
     for (int i = 0; i < n; i++)
         j_engine(&w, &c->p, &er[i]);
