@@ -89,6 +89,60 @@ job_shard_hash(void *arg, size_t i)
     return rc;
 }
 
+int
+db_states_ready(qmdb_db *db)
+{
+    if (db->states_on)
+        return 0;
+    bool created;
+    u64 h = db->meta.height;
+    QM_RET(qm_states_open(db->dir, qm_states_cap_for(db->par.history_blocks), h, &db->states,
+                          &created, &db->err));
+    db->states_on = true;
+    qm_states_rec r;
+    int rc = created ? QMDB_NOTFOUND : qm_states_read(&db->states, db->dir, h, &r, &db->err);
+    if (rc == 0) {
+        db->prune_max = r.prune_max;
+        return 0;
+    }
+    if (rc != QMDB_NOTFOUND && rc != QMDB_CORRUPT)
+        return rc;
+    /* No (intact) record of the committed height: a database from before STATES existed.
+     * What was pruned is unknown, so a rollback may not go below this height. */
+    db->err.msg[0] = '\0';
+    db->prune_max = 0;
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        if (db->meta.shard[s].first_twig > 0)
+            db->prune_max = h;
+    db_states_rec(db, &db->meta, &r);
+    return qm_states_store(&db->states, db->dir, &r, &db->err);
+}
+
+void
+db_states_rec(qmdb_db *db, const qm_meta *m, qm_states_rec *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->height = m->height;
+    r->prune_max = db->prune_max;
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++) {
+        const qm_shard_meta *sm = &m->shard[s];
+        r->sh[s] = (qm_states_shard){sm->next_sn, sm->sn_start, sm->sn_start_pos, sm->live,
+                                     sm->entry_size};
+    }
+}
+
+/* The record of m's height in STATES (rollback.c), durably, with the twigs pruned so far. */
+static int
+db_states_put(qmdb_db *db, const qm_meta *m)
+{
+    QM_RET(db_states_ready(db));
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        db->prune_max = QM_MAX(db->prune_max, db->shard[s].pruned_deact);
+    qm_states_rec r;
+    db_states_rec(db, m, &r);
+    return qm_states_store(&db->states, db->dir, &r, &db->err);
+}
+
 static int
 job_shard_sync(void *arg, size_t i)
 {
@@ -96,7 +150,10 @@ job_shard_sync(void *arg, size_t i)
     qmdb_db *db = ((void **)arg)[0];
     if (i < QM_SHARD_COUNT)
         return qm_shard_sync_finish(&db->shard[i], db->tickets[m->height & 1][i]);
-    /* The last job: the state root of this height goes to ROOTS, durably. */
+    /* The state record of this height goes to STATES, durably (for qmdb_rollback). */
+    if (i == QM_SHARD_COUNT + 1)
+        return db_states_put(db, m);
+    /* The state root of this height goes to ROOTS, durably. */
     return qm_roots_store(db->roots_fd, db->dir, m->height, m->state_root, &db->err);
 }
 
@@ -118,9 +175,10 @@ global_root(qm_shard *shards, u8 out[32])
 static int
 db_make_durable(qmdb_db *db, qm_meta *m, bool block)
 {
-    /* Steps (3) and (4) are independent of each other; both precede (5). */
+    /* Steps (3) and (4) (with the STATES record) are independent of each other; all
+     * precede (5). */
     void *args[2] = {db, m};
-    QM_RET(qm_pool_run(db_pool(db, true), QM_SHARD_COUNT + 1, job_shard_sync, args));
+    QM_RET(qm_pool_run(db_pool(db, true), QM_SHARD_COUNT + 2, job_shard_sync, args));
     QM_RET(qm_meta_store(db->dir, &db->meta_fd, m, &db->err));
     pthread_mutex_lock(&db->mu);
     db->meta = *m;
