@@ -350,10 +350,13 @@ QMDB_API int qmdb_prune(qmdb_db *db);
  * Cost: the discarded blocks' entries are read once, plus the twigs holding the entries they
  * deactivated (each as far as the last such entry); the hybrid indexer also writes a
  * checkpoint of its index (docs/DESIGN.md, "Rollback").
- * Window: `height` must be within the last min(history_blocks, 2^20) blocks (history_blocks
- * when the database was created, or upgraded), and no twig pruned since may have held an
- * entry live at `height` (pruning waits history_blocks blocks after a twig's last
- * deactivation, so every height at most history_blocks back qualifies).
+ * Window: height >= M - min(history_blocks, 2^20), M the highest height ever committed
+ * (blocks discarded by earlier rollbacks count: pruning done at M is not undone).
+ * Precisely: at most min(history_blocks, 2^20) blocks below the latest (history_blocks when
+ * the database was created or upgraded), its per-height record still kept, and no twig
+ * pruned so far may have held an entry live at `height`; pruning waits history_blocks
+ * blocks after a twig's last deactivation, so all three hold for height >= M -
+ * min(history_blocks, 2^20) unless history_blocks was raised at open after pruning.
  * Returns 0 (also when height is the latest: nothing to do), QMDB_BAD_HEIGHT if height is
  * above the latest, QMDB_PRUNED if it is outside the window (nothing changed in either
  * case), QMDB_INVALID on a read-only handle, QMDB_CORRUPT if the recomputed root differs

@@ -10,8 +10,8 @@
  *     out (no fsync) and note which segments need one.
  *  H  hash (flusher thread, or inline): (2) shard roots, global root, metadata record.
  *  F  flush (flusher thread, or inline): (3) fsync every shard's entry log, twig file and
- *     twig-meta file; (4) append the state root to ROOTS and fsync it; (5) write and fsync
- *     the metadata slot (the commit point).
+ *     twig-meta file; (4) append the state root to ROOTS and the state record to STATES
+ *     (rollback.c), fsync both; (5) write and fsync the metadata slot (the commit point).
  * Pipeline: U of H+1 waits for H of H (the tree is shared) and for F of H-1 (at most two
  * blocks in flight), so H and F of block H overlap the caller reading and building block H+1
  * and the update of H+1. With QMDB_OPEN_NO_PIPELINE (or a sequential test I/O layer, for
@@ -96,26 +96,29 @@ db_states_ready(qmdb_db *db)
         return 0;
     bool created;
     u64 h = db->meta.height;
-    QM_RET(qm_states_open(db->dir, qm_states_cap_for(db->par.history_blocks), h, &db->states,
-                          &created, &db->err));
-    db->states_on = true;
+    QM_RET(qm_states_open(db->dir, 2 * qm_states_window(db->par.history_blocks) + 2, h,
+                          &db->states, &created, &db->err));
     qm_states_rec r;
     int rc = created ? QMDB_NOTFOUND : qm_states_read(&db->states, db->dir, h, &r, &db->err);
-    if (rc == 0) {
-        db->prune_max = r.prune_max;
-        return 0;
+    if (rc == 0) { /* prune_max only grows: a rollback's prune slot may hold a later one */
+        db->prune_max = QM_MAX(r.prune_max, db->states.prune_max);
+    } else if (rc == QMDB_NOTFOUND || rc == QMDB_CORRUPT) {
+        /* No (intact) record of the committed height: a database from before STATES
+         * existed. What was pruned is unknown, so a rollback may not go below this height. */
+        db->err.msg[0] = '\0';
+        db->prune_max = db->states.prune_max;
+        for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+            if (db->meta.shard[s].first_twig > 0)
+                db->prune_max = h;
+        db_states_rec(db, &db->meta, &r);
+        rc = qm_states_store(&db->states, db->dir, &r, &db->err);
     }
-    if (rc != QMDB_NOTFOUND && rc != QMDB_CORRUPT)
+    if (rc) { /* tried again at the next durable write or rollback */
+        qm_states_close(&db->states);
         return rc;
-    /* No (intact) record of the committed height: a database from before STATES existed.
-     * What was pruned is unknown, so a rollback may not go below this height. */
-    db->err.msg[0] = '\0';
-    db->prune_max = 0;
-    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
-        if (db->meta.shard[s].first_twig > 0)
-            db->prune_max = h;
-    db_states_rec(db, &db->meta, &r);
-    return qm_states_store(&db->states, db->dir, &r, &db->err);
+    }
+    db->states_on = true;
+    return 0;
 }
 
 void

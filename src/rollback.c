@@ -19,12 +19,14 @@
  * because its DRAM state was half undone).
  *
  * The window (docs/DESIGN.md "Rollback"): h is reachable from L when
- *   (a) L - h <= the window of STATES (min(history_blocks at the file's creation, 2^20)):
- *       older records are overwritten in the ring; and h's record exists (a database made
- *       before STATES existed has records from the first commit after the upgrade on);
+ *   (a) L - h <= w = min(history_blocks at the file's creation, 2^20), and h's record is
+ *       still in the STATES ring of 2w + 2 (a database made before STATES existed has
+ *       records from the first commit after the upgrade on);
  *   (b) prune_max <= h: every twig pruned so far had its last deactivation at or before h,
- *       so every entry live at h is in an unpruned twig (pruning waits history_blocks after
- *       a twig's last deactivation, so (b) holds for h >= L - history_blocks).
+ *       so every entry live at h is in an unpruned twig.
+ * Both hold for h >= M - w, M the highest height ever committed (rolled-back blocks
+ * included: pruning waits history_blocks after a twig's last deactivation, so prune_max <=
+ * M - history_blocks, unless history_blocks was raised at open after the pruning).
  * Otherwise QMDB_PRUNED, nothing changed. h > L: QMDB_BAD_HEIGHT. h = L: nothing to do.
  *
  * Durability (crash at any point recovers exactly L or exactly h):
@@ -54,7 +56,9 @@
 #include "twigfile.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 typedef struct rb_ctx {
     qmdb_db *db;
@@ -186,7 +190,7 @@ job_undo(void *arg, size_t i)
     size_t nre = 0;
     u8(*leaves)[32] = malloc(QM_TWIG_LEAVES * 32);
     qm_scan sc;
-    int rc = qm_scan_init(&sc, &s->entries, 1 << 20);
+    int rc = qm_scan_init(&sc, &s->entries, 256 << 10); /* about one twig */
     if (!rc && !leaves)
         rc = -ENOMEM;
     if (rc)
@@ -269,18 +273,19 @@ rb_window(qmdb_db *db, u64 height, qm_states_rec *rec)
 {
     u64 L = db->meta.height;
     QM_RET(db_states_ready(db));
-    u64 window = db->states.cap - 2;
+    u64 window = (db->states.cap - 2) / 2;
     if (L - height > window)
         return qm_err_set(&db->err, QMDB_PRUNED,
                           "height %" PRIu64 " is %" PRIu64
-                          " blocks back; STATES keeps the last %" PRIu64,
+                          " blocks back; the rollback window is %" PRIu64 " blocks",
                           height, L - height, window);
     int rc = qm_states_read(&db->states, db->dir, height, rec, &db->err);
     if (rc == QMDB_NOTFOUND)
         return qm_err_set(&db->err, QMDB_PRUNED,
-                          "%s/STATES holds no record of height %" PRIu64 " (it records heights "
-                          "from %" PRIu64 ")",
-                          db->dir, height, db->states.first);
+                          "%s/STATES holds no record of height %" PRIu64 " (recorded from height %" PRIu64
+                          "; a record lasts until a height %" PRIu64 " blocks later is committed, "
+                          "rolled-back blocks included)",
+                          db->dir, height, db->states.first, db->states.cap);
     QM_RET(rc);
     u64 pm = db->prune_max;
     for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
@@ -308,6 +313,14 @@ rb_window(qmdb_db *db, u64 height, qm_states_rec *rec)
     return 0;
 }
 
+static double
+rb_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int
 qmdb_rollback(qmdb_db *db, uint64_t height)
 {
@@ -332,7 +345,9 @@ qmdb_rollback(qmdb_db *db, uint64_t height)
     rb_ctx c = {db, height, &rec};
     qm_meta m = db->meta;
     pthread_rwlock_wrlock(&db->rw);
+    double t[4] = {rb_now(), 0, 0, 0}; /* QMDB_ROLLBACK_TIMES=1: the phases on stderr */
     int rc = qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_undo, &c);
+    t[1] = rb_now();
     if (!rc) {
         global_root(db->shard, m.state_root);
         if (memcmp(m.state_root, want, 32) != 0)
@@ -356,13 +371,15 @@ qmdb_rollback(qmdb_db *db, uint64_t height)
             sm->entry_size = r->entry_size;
             memcpy(sm->root, db->shard[s].tree.root, 32); /* heads, first twigs: as now */
         }
-        /* prune_max stays: the twigs pruned after h stay pruned. */
-        qm_states_rec nr;
-        db_states_rec(db, &m, &nr);
-        rc = qm_states_store(&db->states, db->dir, &nr, &db->err);
+        /* prune_max stays: the twigs pruned after h stay pruned. h's record is not
+         * rewritten (a torn write would lose it): the prune slot holds the value. */
+        for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+            db->prune_max = QM_MAX(db->prune_max, db->shard[s].pruned_deact);
+        rc = qm_states_store_prune(&db->states, db->dir, db->prune_max, &db->err);
     }
     if (!rc)
         rc = qm_meta_store(db->dir, &db->meta_fd, &m, &db->err); /* the commit point */
+    t[2] = rb_now();
     if (!rc) {
         pthread_mutex_lock(&db->mu);
         db->meta = m;
@@ -383,6 +400,13 @@ qmdb_rollback(qmdb_db *db, uint64_t height)
                        db->dir, height, qmdb_strerror(rc));
     }
     pthread_rwlock_unlock(&db->rw);
+    t[3] = rb_now();
+    if (getenv("QMDB_ROLLBACK_TIMES"))
+        fprintf(stderr,
+                "qmdb_rollback %" PRIu64 " -> %" PRIu64 ": undo %.3f s, STATES+META %.3f s, "
+                "cut%s %.3f s\n",
+                L, height, t[1] - t[0], t[2] - t[1], db->par.hybrid ? " + index checkpoint" : "",
+                t[3] - t[2]);
     if (rc)
         db_set_fatal(db);
     return rc;

@@ -4,7 +4,9 @@
  * FORMAT.md "STATES"):
  *   header (64 bytes): magic "QMDBSTAT" | version 1 (4) | record length 664 (4) |
  *     capacity C (8) | first height (8) | CRC-32C of [0, 32) (4) | zero (28)
- *   record of height h at 64 + 664 * (h mod C): height (8) | prune_max (8) |
+ *   prune slots at 64 and 96 (a rollback's prune_max, slot seq mod 2): prune_max (8) |
+ *     seq (8) | CRC-32C of [0, 16) (4) | zero (12)
+ *   record of height h at 128 + 664 * (h mod C): height (8) | prune_max (8) |
  *     16 x (next_sn, sn_start, sn_start_pos, live, entry_size) (640) | CRC-32C of [0, 656)
  *     (4) | zero (4)
  * Thread: the committing thread.
@@ -22,9 +24,24 @@ static const u8 STATES_MAGIC[8] = {'Q', 'M', 'D', 'B', 'S', 'T', 'A', 'T'};
 #define REC_CRC (QM_STATES_REC - 8u)
 
 u64
-qm_states_cap_for(u64 history_blocks)
+qm_states_window(u64 history_blocks)
 {
-    return QM_MIN(history_blocks, (u64)QM_STATES_MAX_WINDOW) + 2;
+    return QM_MIN(history_blocks, (u64)QM_STATES_MAX_WINDOW);
+}
+
+/* The newest valid prune slot of the 64 bytes at offset 64. */
+static void
+prune_slots_read(qm_states *st, const u8 *b)
+{
+    st->prune_max = st->prune_seq = 0;
+    for (unsigned k = 0; k < 2; k++) {
+        const u8 *p = b + 32 * k;
+        u64 seq = qm_get_u64le(p + 8);
+        if (seq && qm_get_u32le(p + 16) == qm_crc32c(0, p, 16) && seq > st->prune_seq) {
+            st->prune_seq = seq;
+            st->prune_max = qm_get_u64le(p);
+        }
+    }
 }
 
 static void
@@ -60,6 +77,7 @@ states_create(const qm_io *io, const char *path, const char *dir, u64 cap, u64 f
     st->fd = fd;
     st->cap = cap;
     st->first = first;
+    st->prune_max = st->prune_seq = 0;
     return 0;
 }
 
@@ -73,20 +91,23 @@ qm_states_open(const char *dir, u64 cap, u64 first, qm_states *st, bool *created
     st->fd = -1;
     int fd = io->open(path, O_RDWR | O_CLOEXEC, 0644);
     if (fd >= 0) {
-        u8 h[QM_STATES_HDR];
+        u8 h[QM_STATES_RECS];
         size_t got = 0;
         int rc = qm_io_pread_upto(fd, h, sizeof(h), 0, &got);
         if (rc) {
             io->close(fd);
             return qm_err_set(err, rc, "read of %s: %s", path, qmdb_strerror(rc));
         }
-        if (got == sizeof(h) && memcmp(h, STATES_MAGIC, 8) == 0 &&
+        if (got >= QM_STATES_HDR && memcmp(h, STATES_MAGIC, 8) == 0 &&
             qm_get_u32le(h + 32) == qm_crc32c(0, h, 32) &&
             qm_get_u32le(h + 8) == STATES_VERSION && qm_get_u32le(h + 12) == QM_STATES_REC &&
             qm_get_u64le(h + 16) >= 2) {
             st->fd = fd;
             st->cap = qm_get_u64le(h + 16);
             st->first = qm_get_u64le(h + 24);
+            if (got < sizeof(h))
+                memset(h + got, 0, sizeof(h) - got);
+            prune_slots_read(st, h + QM_STATES_HDR);
             return 0;
         }
         /* A header torn while the file was created, or damaged: the records cannot be
@@ -110,7 +131,7 @@ qm_states_close(qm_states *st)
 static u64
 rec_off(const qm_states *st, u64 h)
 {
-    return QM_STATES_HDR + QM_STATES_REC * (h % st->cap);
+    return QM_STATES_RECS + QM_STATES_REC * (h % st->cap);
 }
 
 int
@@ -138,6 +159,27 @@ qm_states_store(qm_states *st, const char *dir, const qm_states_rec *r, qm_err *
         return qm_err_set(err, rc, "%s/STATES: write of the record of height %llu at offset %llu: %s",
                           dir, (unsigned long long)r->height, (unsigned long long)off,
                           qmdb_strerror(rc));
+    return 0;
+}
+
+int
+qm_states_store_prune(qm_states *st, const char *dir, u64 prune_max, qm_err *err)
+{
+    u8 b[32];
+    memset(b, 0, sizeof(b));
+    u64 seq = st->prune_seq + 1;
+    qm_put_u64le(b, prune_max);
+    qm_put_u64le(b + 8, seq);
+    qm_put_u32le(b + 16, qm_crc32c(0, b, 16));
+    u64 off = QM_STATES_HDR + 32 * (seq & 1);
+    int rc = qm_io_pwrite_full(st->fd, b, sizeof(b), off);
+    if (!rc)
+        rc = qm_io_get()->fsync(st->fd);
+    if (rc)
+        return qm_err_set(err, rc, "%s/STATES: write of the prune slot at offset %llu: %s", dir,
+                          (unsigned long long)off, qmdb_strerror(rc));
+    st->prune_seq = seq;
+    st->prune_max = prune_max;
     return 0;
 }
 

@@ -13,7 +13,12 @@
  *     24  8  first height: the lowest height ever recorded in this file
  *     32  4  CRC-32C of bytes [0, 32)
  *     36  28 zero
- *   the record of height h at offset 64 + 664 * (h mod C) (a ring: the record of h + C
+ *   two prune slots of 32 bytes at 64 and 96, written by rollbacks (slot seq mod 2):
+ *     0   8  prune_max (below)
+ *     8   8  seq (1, 2, ...)
+ *     16  4  CRC-32C of bytes [0, 16)
+ *     20  12 zero
+ *   the record of height h at offset 128 + 664 * (h mod C) (a ring: the record of h + C
  *   replaces it):
  *     0   8  height h
  *     8   8  prune_max: the latest deactivation height of any twig pruned so far, as of h
@@ -23,9 +28,12 @@
  *     656 4  CRC-32C of bytes [0, 656)
  *     660 4  zero
  * A record is written and fsynced before the META slot that commits its height (commit
- * step 4, with ROOTS), so the record of every committed height in the ring is durable. The
- * ring keeps the last C - 2 heights for sure (writing the record of L + 1, which may never
- * commit, overwrites the slot of L + 1 - C).
+ * step 4, with ROOTS), so the record of every committed height in the ring is durable. A
+ * rollback never rewrites a record: the prune_max it keeps (pruning is not undone) goes to a
+ * prune slot, fsynced before its META; at open the handle takes the larger of the committed
+ * height's record and the valid prune slots (prune_max only grows). With C = 2w + 2 slots
+ * (w = the window), the record of h survives as long as no height h + C was recorded since:
+ * h >= M - 2w, M the highest height ever recorded (blocks rolled back included).
  *
  * Thread: the committing thread (the flush stage), or the writer after a drain.
  */
@@ -35,6 +43,7 @@
 #include "qm_internal.h"
 
 #define QM_STATES_HDR 64u
+#define QM_STATES_RECS 128u /* offset of the first record slot */
 #define QM_STATES_REC 664u
 #define QM_STATES_MAX_WINDOW (1ull << 20)
 
@@ -50,15 +59,18 @@ typedef struct qm_states_rec {
 typedef struct qm_states {
     int fd; /* -1: not open */
     u64 cap, first;
+    u64 prune_max, prune_seq; /* of the newest valid prune slot (0, 0: none) */
 } qm_states;
 
-/* Slots of a new file for history_blocks of history: window + 2, window =
- * min(history_blocks, QM_STATES_MAX_WINDOW). */
-QM_HIDDEN u64 qm_states_cap_for(u64 history_blocks);
-/* Opens dir/STATES, or creates it (capacity cap, first height `first`) when it is missing or
- * its header is damaged (*created set: it holds no record). */
+/* The window for history_blocks of history: min(history_blocks, QM_STATES_MAX_WINDOW); a new
+ * file gets 2 * window + 2 record slots. */
+QM_HIDDEN u64 qm_states_window(u64 history_blocks);
+/* Opens dir/STATES (and reads its prune slots), or creates it (capacity cap, first height
+ * `first`) when it is missing or its header is damaged (*created set: it holds no record). */
 QM_HIDDEN int qm_states_open(const char *dir, u64 cap, u64 first, qm_states *st, bool *created,
                              qm_err *err);
+/* Writes prune_max into the next prune slot and fsyncs (a rollback, before its META). */
+QM_HIDDEN int qm_states_store_prune(qm_states *st, const char *dir, u64 prune_max, qm_err *err);
 QM_HIDDEN void qm_states_close(qm_states *st);
 /* Writes the record of r->height and fsyncs. */
 QM_HIDDEN int qm_states_store(qm_states *st, const char *dir, const qm_states_rec *r,

@@ -114,9 +114,10 @@ static const cli_cmd commands[] = {
      "after it are discarded, and the next block to commit is HEIGHT + 1. Prints\n"
      "\"<height> <root>\" of HEIGHT once that is durable (one atomic step: after a crash the\n"
      "database is at the old height or at HEIGHT).",
-     "The window: HEIGHT must be within the last history-blocks blocks (and at most 2^20),\n"
-     "and no twig pruned since may have held an entry live at HEIGHT. Exit 1 if HEIGHT is\n"
-     "outside the window, 2 if it is above the latest (nothing changed in either case).\n"
+     "The window: HEIGHT must be at most history-blocks blocks (and 2^20) below the highest\n"
+     "height ever committed, blocks discarded by earlier rollbacks included (their pruning\n"
+     "is not undone). Exit 1 if HEIGHT is outside the window, 2 if it is above the latest\n"
+     "(nothing changed in either case).\n"
      "HEIGHT equal to the latest changes nothing.\n"
      "  --json       {\"height\": H, \"root\": HEX, \"from_height\": L, \"blocks_undone\": N}\n",
      "  qmdb rollback /var/lib/qmdb 41\n", CLI_OPTS_COMMON | CLI_OPT(OPT_JSON), 2, 2,
