@@ -96,8 +96,8 @@ db_states_ready(qmdb_db *db)
         return 0;
     bool created;
     u64 h = db->meta.height;
-    QM_RET(qm_states_open(db->dir, 2 * qm_states_window(db->par.history_blocks) + 2, h,
-                          &db->states, &created, &db->err));
+    QM_RET(qm_states_open(db->dir, 2 * qm_states_window(db->par.history_blocks) + 2, h, &db->states,
+                          &created, &db->err));
     qm_states_rec r;
     int rc = created ? QMDB_NOTFOUND : qm_states_read(&db->states, db->dir, h, &r, &db->err);
     if (rc == 0) { /* prune_max only grows: a rollback's prune slot may hold a later one */

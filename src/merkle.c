@@ -284,8 +284,7 @@ int
 qm_tree_reactivate(qm_tree *t, u64 sn)
 {
     u64 id = sn >> QM_TWIG_SHIFT;
-    if (sn >= t->next_sn || id < t->first_twig || !t->twigs[id].active ||
-        qm_tree_is_active(t, sn))
+    if (sn >= t->next_sn || id < t->first_twig || !t->twigs[id].active || qm_tree_is_active(t, sn))
         return QMDB_CORRUPT;
     qm_twig *tw = &t->twigs[id];
     unsigned p = (unsigned)(sn & QM_TWIG_MASK);

@@ -261,8 +261,8 @@ job_cut(void *arg, size_t i)
     if (s->index.hyb) {
         /* A run of state h and the journal of its generation from h + 1. */
         QM_RET(qm_shard_checkpoint(s, c->height));
-        QM_RET(qm_hixj_start(qm_hix_journal(s->index.hyb), qm_hix_gen(s->index.hyb),
-                             c->height + 1, false, s->err));
+        QM_RET(qm_hixj_start(qm_hix_journal(s->index.hyb), qm_hix_gen(s->index.hyb), c->height + 1,
+                             false, s->err));
     }
     return 0;
 }
@@ -282,7 +282,8 @@ rb_window(qmdb_db *db, u64 height, qm_states_rec *rec)
     int rc = qm_states_read(&db->states, db->dir, height, rec, &db->err);
     if (rc == QMDB_NOTFOUND)
         return qm_err_set(&db->err, QMDB_PRUNED,
-                          "%s/STATES holds no record of height %" PRIu64 " (recorded from height %" PRIu64
+                          "%s/STATES holds no record of height %" PRIu64
+                          " (recorded from height %" PRIu64
                           "; a record lasts until a height %" PRIu64 " blocks later is committed, "
                           "rolled-back blocks included)",
                           db->dir, height, db->states.first, db->states.cap);
@@ -332,8 +333,8 @@ qmdb_rollback(qmdb_db *db, uint64_t height)
     u64 L = db->meta.height;
     if (height > L)
         return qm_err_set(&db->err, QMDB_BAD_HEIGHT,
-                          "cannot roll back to height %" PRIu64 ": the latest is %" PRIu64,
-                          height, L);
+                          "cannot roll back to height %" PRIu64 ": the latest is %" PRIu64, height,
+                          L);
     if (height == L)
         return 0;
     qm_states_rec rec;
@@ -396,8 +397,8 @@ qmdb_rollback(qmdb_db *db, uint64_t height)
     if (!rc) {
         rc = qm_io_get()->ftruncate(db->roots_fd, QM_ROOTS_REC * (height + 1));
         if (rc)
-            qm_err_set(&db->err, rc, "%s/ROOTS: cannot cut back to height %" PRIu64 ": %s",
-                       db->dir, height, qmdb_strerror(rc));
+            qm_err_set(&db->err, rc, "%s/ROOTS: cannot cut back to height %" PRIu64 ": %s", db->dir,
+                       height, qmdb_strerror(rc));
     }
     pthread_rwlock_unlock(&db->rw);
     t[3] = rb_now();

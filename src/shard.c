@@ -513,7 +513,7 @@ qm_shard_plan_prune(qm_shard *s, u64 height)
             height - tw->deact_height < s->par->history_blocks)
             break;
         s->pruned_deact = QM_MAX(s->pruned_deact, tw->deact_height); /* rollback window */
-        id++; /* Invariant (4) */
+        id++;                                                        /* Invariant (4) */
     }
     s->pending_first_twig = id;
 }

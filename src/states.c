@@ -51,8 +51,8 @@ states_path(const char *dir, char *out, size_t cap)
 }
 
 static int
-states_create(const qm_io *io, const char *path, const char *dir, u64 cap, u64 first,
-              qm_states *st, qm_err *err)
+states_create(const qm_io *io, const char *path, const char *dir, u64 cap, u64 first, qm_states *st,
+              qm_err *err)
 {
     int fd = io->open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
@@ -99,9 +99,8 @@ qm_states_open(const char *dir, u64 cap, u64 first, qm_states *st, bool *created
             return qm_err_set(err, rc, "read of %s: %s", path, qmdb_strerror(rc));
         }
         if (got >= QM_STATES_HDR && memcmp(h, STATES_MAGIC, 8) == 0 &&
-            qm_get_u32le(h + 32) == qm_crc32c(0, h, 32) &&
-            qm_get_u32le(h + 8) == STATES_VERSION && qm_get_u32le(h + 12) == QM_STATES_REC &&
-            qm_get_u64le(h + 16) >= 2) {
+            qm_get_u32le(h + 32) == qm_crc32c(0, h, 32) && qm_get_u32le(h + 8) == STATES_VERSION &&
+            qm_get_u32le(h + 12) == QM_STATES_REC && qm_get_u64le(h + 16) >= 2) {
             st->fd = fd;
             st->cap = qm_get_u64le(h + 16);
             st->first = qm_get_u64le(h + 24);
@@ -156,9 +155,9 @@ qm_states_store(qm_states *st, const char *dir, const qm_states_rec *r, qm_err *
     if (!rc)
         rc = qm_io_get()->fsync(st->fd);
     if (rc)
-        return qm_err_set(err, rc, "%s/STATES: write of the record of height %llu at offset %llu: %s",
-                          dir, (unsigned long long)r->height, (unsigned long long)off,
-                          qmdb_strerror(rc));
+        return qm_err_set(
+            err, rc, "%s/STATES: write of the record of height %llu at offset %llu: %s", dir,
+            (unsigned long long)r->height, (unsigned long long)off, qmdb_strerror(rc));
     return 0;
 }
 

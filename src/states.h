@@ -73,12 +73,10 @@ QM_HIDDEN int qm_states_open(const char *dir, u64 cap, u64 first, qm_states *st,
 QM_HIDDEN int qm_states_store_prune(qm_states *st, const char *dir, u64 prune_max, qm_err *err);
 QM_HIDDEN void qm_states_close(qm_states *st);
 /* Writes the record of r->height and fsyncs. */
-QM_HIDDEN int qm_states_store(qm_states *st, const char *dir, const qm_states_rec *r,
-                              qm_err *err);
+QM_HIDDEN int qm_states_store(qm_states *st, const char *dir, const qm_states_rec *r, qm_err *err);
 /* Reads the record of height h: QMDB_NOTFOUND when the file does not hold it (h below the
  * first height, its slot past the end of the file or reused by another height),
  * QMDB_CORRUPT (naming the file and offset) when its CRC fails. */
-QM_HIDDEN int qm_states_read(qm_states *st, const char *dir, u64 h, qm_states_rec *r,
-                             qm_err *err);
+QM_HIDDEN int qm_states_read(qm_states *st, const char *dir, u64 h, qm_states_rec *r, qm_err *err);
 
 #endif /* QM_STATES_H */

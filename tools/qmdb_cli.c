@@ -120,8 +120,8 @@ static const cli_cmd commands[] = {
      "(nothing changed in either case).\n"
      "HEIGHT equal to the latest changes nothing.\n"
      "  --json       {\"height\": H, \"root\": HEX, \"from_height\": L, \"blocks_undone\": N}\n",
-     "  qmdb rollback /var/lib/qmdb 41\n", CLI_OPTS_COMMON | CLI_OPT(OPT_JSON), 2, 2,
-     cmd_rollback, false},
+     "  qmdb rollback /var/lib/qmdb 41\n", CLI_OPTS_COMMON | CLI_OPT(OPT_JSON), 2, 2, cmd_rollback,
+     false},
     {"root", "DIR", "Prints \"<height> <root>\": the state root of the latest committed block.",
      "  --height H   the root of block H instead (exit 1 if H is above the latest)\n"
      "  --json       {\"height\": H, \"root\": HEX}\n"

@@ -15,8 +15,8 @@
 #include "qmdb.h"
 
 #include <ftw.h>
-#include <stdbool.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +34,8 @@ now_s(void)
 static void
 die(const char *what, int rc, qmdb_db *db)
 {
-    fprintf(stderr, "%s: %s: %s\n", what, qmdb_strerror(rc), db ? qmdb_last_error(db) : qmdb_open_error());
+    fprintf(stderr, "%s: %s: %s\n", what, qmdb_strerror(rc),
+            db ? qmdb_last_error(db) : qmdb_open_error());
     exit(1);
 }
 

@@ -898,13 +898,12 @@ static long rb_power;
 static void
 rb_power_once(void)
 {
-    static const enum fio_op ops[] = {FIO_PWRITE, FIO_FSYNC, FIO_FTRUNCATE, FIO_UNLINK,
-                                      FIO_OPEN};
+    static const enum fio_op ops[] = {FIO_PWRITE, FIO_FSYNC, FIO_FTRUNCATE, FIO_UNLINK, FIO_OPEN};
     fio_rule r = {0};
     r.op = ops[rnd(5)];
     /* Sequentially a rollback writes and fsyncs the STATES prune slot and META, cuts up to
      * 3 files per shard and ROOTS; with the hybrid indexer it also writes the checkpoint. */
-    r.nth = 1 + (long)rnd(r.op == FIO_FTRUNCATE               ? 20
+    r.nth = 1 + (long)rnd(r.op == FIO_FTRUNCATE                     ? 20
                           : r.op == FIO_PWRITE || r.op == FIO_FSYNC ? (hybrid ? 20 : 2)
                                                                     : 1);
     r.action = FIO_CRASH;
@@ -994,7 +993,8 @@ int
 main(int argc, char **argv)
 {
     if (argc != 4 && !(argc == 5 && strcmp(argv[4], "concurrent") == 0)) {
-        fprintf(stderr, "usage: %s timer|phase|power|rollback|rbtimer|rbpower COUNT SEED [concurrent]\n",
+        fprintf(stderr,
+                "usage: %s timer|phase|power|rollback|rbtimer|rbpower COUNT SEED [concurrent]\n",
                 argv[0]);
         return 2;
     }

@@ -689,9 +689,8 @@ rollback_fault(const char *name, const fio_rule *r, int depth, int want, const c
     }
     uint64_t got = env_verify(&e, to, L, name);
     if (!((got == L && old_ok) || (got == to && new_ok)))
-        fprintf(stderr, "%s: recovered height %llu, allowed: %s%s\n", name,
-                (unsigned long long)got, old_ok ? "the old height " : "",
-                new_ok ? "the rolled-back height" : "");
+        fprintf(stderr, "%s: recovered height %llu, allowed: %s%s\n", name, (unsigned long long)got,
+                old_ok ? "the old height " : "", new_ok ? "the rolled-back height" : "");
     CHECK((got == L && old_ok) || (got == to && new_ok));
     rb_at_old += got == L;
     rb_at_new += got == to;
