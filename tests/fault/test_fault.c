@@ -5,7 +5,8 @@
  *
  * For every fault class (EIO on read, write and fsync; a short write, transient or followed
  * by ENOSPC; ENOSPC; failures of the ROOTS and META writes; failures while pruning; a
- * simulated power loss) one scenario asserts: the failing call returns that error with a
+ * simulated power loss; and each step of qmdb_rollback: reading the discarded tail, the
+ * STATES prune slot, META, cutting the files, the hybrid checkpoint) one scenario asserts: the failing call returns that error with a
  * message naming the file; after a failure in a commit every later call on the handle
  * returns QMDB_PANIC until it is closed; reopening recovers the last committed height (or the
  * failed block, when the failure came after its commit point) with the exact root the
@@ -650,6 +651,8 @@ rollback_fault(const char *name, const fio_rule *r, int depth, int want, const c
 {
     env e;
     env_setup(&e, 30);
+    /* The hybrid index captures the I/O layer at open: install it (no rule yet) first. */
+    fio_install(NULL, false);
     qmdb_db *db = env_open(&e, 0, NULL);
     REQUIRE(db);
     uint64_t L = qmdb_height(db), to = L - (uint64_t)depth;

@@ -7,6 +7,15 @@
  * the engine every ~10 blocks, checks stored historical roots, statistics, and the
  * rejection of invalid puts and bad heights.
  *
+ * Rollbacks: after 5% of the blocks the engine rolls back a random number of blocks
+ * (qmdb_rollback; 1-6, or up to 40 one time in four) and the run continues with other
+ * blocks; the model is replayed from genesis to the target height (the test keeps every
+ * block's model calls) and the engine is checked against it: roots (latest and earlier),
+ * values, statistics, proofs of sampled keys, sometimes after a reopen; rolling back to the
+ * next height is QMDB_BAD_HEIGHT and to the latest a no-op. The compact-1-1-1 configuration
+ * keeps 16 blocks of history, so deep rollbacks may be refused as pruned (QMDB_PRUNED, which
+ * must then change nothing and happen only beyond the history).
+ *
  * Configurations: default parameters; compact_thres=1 with 1/1; compact_thres=1 with 7/10
  * (update-heavy, long enough that compaction starts; asserted via the model's counter).
  *
