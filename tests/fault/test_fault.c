@@ -6,11 +6,13 @@
  * For every fault class (EIO on read, write and fsync; a short write, transient or followed
  * by ENOSPC; ENOSPC; failures of the ROOTS and META writes; failures while pruning; a
  * simulated power loss; and each step of qmdb_rollback: reading the discarded tail, the
- * STATES prune slot, META, cutting the files, the hybrid checkpoint) one scenario asserts: the failing call returns that error with a
- * message naming the file; after a failure in a commit every later call on the handle
- * returns QMDB_PANIC until it is closed; reopening recovers the last committed height (or the
- * failed block, when the failure came after its commit point) with the exact root the
- * fault-free twin computed and the model's values; and the database then accepts new blocks.
+ * STATES prune slot, META, cutting the files, the hybrid checkpoint) one scenario asserts:
+ * the failing call returns that error with a message naming the file; after a failure in a
+ * commit every later call on the handle returns QMDB_PANIC until it is closed; reopening
+ * recovers the last committed height (or the failed block, when the failure came after its
+ * commit point; for a rollback, exactly the old or exactly the target height) with the exact
+ * root the fault-free twin computed and the model's values; and the database then accepts
+ * new blocks.
  *
  *   test_fault              sequential: the fault layer is a sequential one (io.h), so the
  *                           engine runs without pools, batched reads or (for a database
