@@ -18,8 +18,8 @@
  * Threads: the read functions qmdb_get, qmdb_get_many, qmdb_get_committed,
  * qmdb_get_many_committed, qmdb_height and qmdb_root may be called on one handle from any
  * number of threads at once, also while another thread commits (a read never sees part of a
- * block). Every other function on a handle (commit, submit, wait, prune, prove, stat,
- * shard_root, last_error, close) must come from one thread at a time: the caller serializes
+ * block). Every other function on a handle (commit, submit, wait, prune, rollback, prove,
+ * stat, shard_root, last_error, close) must come from one thread at a time: the caller serializes
  * them, and qmdb_close must not race any other call on the handle. Distinct handles on
  * distinct directories are independent. qmdb_batch objects are owned by the caller and are
  * not thread-safe (one thread at a time per batch). qmdb_proof_verify,

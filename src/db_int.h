@@ -13,8 +13,8 @@
  *                                         state (apply, hash, sync, metadata); FATAL answers
  *                                         QMDB_PANIC.
  *
- * Thread: writer functions (create, submit, wait, commit, prune, stat, prove, check, close)
- * from one thread at a time; qmdb_get, qmdb_get_many, qmdb_height and qmdb_root from any
+ * Thread: writer functions (create, submit, wait, commit, prune, rollback, stat, prove, check,
+ * close) from one thread at a time; qmdb_get, qmdb_get_many, qmdb_height and qmdb_root from any
  * thread. Readers hold `rw` shared; the update stage holds it exclusive. `mu` guards the
  * pipeline counters, the job slot and meta.
  */
