@@ -404,17 +404,25 @@ out:
 int
 db_root(qmdb_db *db, u64 height, u8 out[32])
 {
-    pthread_mutex_lock(&db->mu);
-    u64 top = db->meta.height;
-    if (height == UINT64_MAX || height == top)
-        memcpy(out, db->meta.state_root, 32);
-    pthread_mutex_unlock(&db->mu);
-    if (height == UINT64_MAX || height == top)
-        return 0;
-    if (height > top)
-        return qm_err_set(&db->err, QMDB_NOTFOUND,
-                          "height %" PRIu64 " is above the latest (%" PRIu64 ")", height, top);
-    return qm_roots_read(db->roots_fd, db->dir, height, out, &db->err);
+    for (;;) {
+        pthread_mutex_lock(&db->mu);
+        u64 top = db->meta.height, rb = db->rollbacks;
+        if (height == UINT64_MAX || height == top)
+            memcpy(out, db->meta.state_root, 32);
+        pthread_mutex_unlock(&db->mu);
+        if (height == UINT64_MAX || height == top)
+            return 0;
+        if (height > top)
+            return qm_err_set(&db->err, QMDB_NOTFOUND,
+                              "height %" PRIu64 " is above the latest (%" PRIu64 ")", height, top);
+        int rc = qm_roots_read(db->roots_fd, db->dir, height, out, &db->err);
+        /* A rollback on the writer's thread meanwhile may have cut this record: ask again. */
+        pthread_mutex_lock(&db->mu);
+        bool again = rb != db->rollbacks;
+        pthread_mutex_unlock(&db->mu);
+        if (!again)
+            return rc;
+    }
 }
 
 int

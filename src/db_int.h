@@ -76,6 +76,7 @@ struct qmdb_db {
     qm_states states;
     bool states_on;
     u64 prune_max;
+    u64 rollbacks; /* rollbacks done (guarded by mu): readers of ROOTS retry across one */
 };
 
 static inline bool

@@ -384,6 +384,7 @@ qmdb_rollback(qmdb_db *db, uint64_t height)
     if (!rc) {
         pthread_mutex_lock(&db->mu);
         db->meta = m;
+        db->rollbacks++;
         db->submitted = db->hashed = height;
         pthread_cond_broadcast(&db->cv);
         pthread_mutex_unlock(&db->mu);

@@ -4,7 +4,8 @@
  * height, above it, a read-only handle, beyond the window, past pruning), blocks in flight
  * (submitted, not waited for) are made durable and rolled back, readers on another thread see
  * one state or the other (each block writes the same value under two keys; a batched read
- * must never see them differ), and new blocks after a rollback, across a reopen. The
+ * must never see them differ; a root of an earlier height is there or not found, never an
+ * error), and new blocks after a rollback, across a reopen. The
  * randomized comparison with the reference model is tests/model; crashes and I/O faults are
  * tests/crash and tests/fault.
  */
@@ -58,7 +59,7 @@ check_at(qmdb_db *db, uint64_t h)
 }
 
 static volatile bool stop;
-static long reads, torn;
+static long reads, torn, root_errors;
 
 static void *
 reader(void *arg)
@@ -72,6 +73,11 @@ reader(void *arg)
         reads++;
         if (rd[0].vlen != rd[1].vlen || memcmp(va, vb, rd[0].vlen) != 0)
             torn++;
+        /* A root of an earlier height: there, or gone (a rollback cut it), never an error. */
+        unsigned char r[32];
+        uint64_t t = qmdb_height(db);
+        int rc = qmdb_root(db, t > 0 ? t - 1 : 0, r);
+        root_errors += rc != 0 && rc != QMDB_NOTFOUND;
     }
     return NULL;
 }
@@ -111,8 +117,10 @@ test_codes_and_in_flight(void)
     }
     __atomic_store_n(&stop, true, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
-    printf("  readers: %ld batched reads during rollbacks, %ld saw two states\n", reads, torn);
+    printf("  readers: %ld batched reads during rollbacks, %ld saw two states, %ld root errors\n",
+           reads, torn, root_errors);
     CHECK(torn == 0);
+    CHECK(root_errors == 0);
     uint64_t h = qmdb_height(db);
     CHECK_OK(qmdb_close(db));
     /* Durable across a reopen (verifying), and read-only handles may not roll back. */
