@@ -927,7 +927,7 @@ rb_power_once(void)
     }
     qmdb_batch_free(b);
     rb_cur = h;
-    rb_max = RB_MAX(rb_max + 1, h);
+    rb_max = RB_MAX(rb_max, h); /* commits here are synchronous: none in flight */
     fio_install(&r, true);
     rb_pending = true;
     rb_from = h;
