@@ -724,7 +724,8 @@ rb_child(int wfd, int phase_idx)
             if (write(wfd, line, (size_t)n) != n)
                 _exit(5);
         }
-        uint64_t to = RB_MAX(h - 1 - rnd(3), M - 3);
+        uint64_t back = h - 1 - rnd(3); /* (RB_MAX evaluates its arguments twice) */
+        uint64_t to = RB_MAX(back, M - 3);
         if (to >= h)
             continue;
         int n = snprintf(line, sizeof(line), "B %llu %llu\n", (unsigned long long)h,
@@ -931,7 +932,8 @@ rb_power_once(void)
     fio_install(&r, true);
     rb_pending = true;
     rb_from = h;
-    rb_to = RB_MAX(h - 1 - rnd(3), rb_max - 3);
+    uint64_t back = h - 1 - rnd(3); /* (RB_MAX evaluates its arguments twice) */
+    rb_to = RB_MAX(back, rb_max - 3);
     __atomic_store_n(&in_rollback, true, __ATOMIC_RELEASE);
     rc = qmdb_rollback(db, rb_to);
     __atomic_store_n(&in_rollback, false, __ATOMIC_RELEASE);
@@ -942,6 +944,10 @@ rb_power_once(void)
         int rc2 = qmdb_rollback(db, rb_to);
         CHECK(rc2 == QMDB_PANIC || (rc2 != 0 && qmdb_height(db) == rb_from));
     } else {
+        if (rc)
+            fprintf(stderr, "rollback %llu -> %llu (highest %llu): %s\n",
+                    (unsigned long long)rb_from, (unsigned long long)rb_to,
+                    (unsigned long long)rb_max, qmdb_last_error(db));
         CHECK_OK(rc);
     }
     qmdb_close(db);
