@@ -18,8 +18,8 @@
  * Threads: the read functions qmdb_get, qmdb_get_many, qmdb_get_committed,
  * qmdb_get_many_committed, qmdb_height and qmdb_root may be called on one handle from any
  * number of threads at once, also while another thread commits (a read never sees part of a
- * block). Every other function on a handle (commit, submit, wait, prune, prove, stat,
- * shard_root, last_error, close) must come from one thread at a time: the caller serializes
+ * block). Every other function on a handle (commit, submit, wait, prune, rollback, prove,
+ * stat, shard_root, last_error, close) must come from one thread at a time: the caller serializes
  * them, and qmdb_close must not race any other call on the handle. Distinct handles on
  * distinct directories are independent. qmdb_batch objects are owned by the caller and are
  * not thread-safe (one thread at a time per batch). qmdb_proof_verify,
@@ -74,7 +74,7 @@ extern "C" {
     X(QMDB_NOTADB, -30905, "not a qmdb database")                                  \
     X(QMDB_VERSION_MISMATCH, -30906, "unsupported on-disk format version")         \
     X(QMDB_PANIC, -30907, "database handle is in a fatal state; close and reopen") \
-    X(QMDB_BAD_HEIGHT, -30908, "block height is not last committed height + 1")    \
+    X(QMDB_BAD_HEIGHT, -30908, "not the next block height, or above the latest")   \
     X(QMDB_PRUNED, -30909, "requested history has been pruned")                    \
     X(QMDB_BAD_PROOF, -30910, "proof is invalid")                                  \
     X(QMDB_TOO_MANY, -30911, "too many transactions or operations")                \
@@ -350,6 +350,30 @@ QMDB_API int qmdb_wait(qmdb_db *db, uint64_t height, uint8_t root_out[QMDB_HASH_
 
 /** Prunes now every twig that the history setting allows. Never changes a root. */
 QMDB_API int qmdb_prune(qmdb_db *db);
+
+/**
+ * Rolls the database back to committed height `height` (a chain reorganization): afterwards
+ * qmdb_height() is `height`, reads, roots and proofs are those of that height, and the next
+ * block to commit is height + 1 (any batch: the discarded blocks are gone). One durable step:
+ * a crash at any moment recovers either the height before the call or `height`, exactly.
+ * Blocks in flight (qmdb_submit) are first waited for and become durable, then rolled back.
+ * Cost: the discarded blocks' entries are read once, plus the twigs holding the entries they
+ * deactivated (each as far as the last such entry); the hybrid indexer also writes a
+ * checkpoint of its index (docs/DESIGN.md, "Rollback").
+ * Window: height >= M - min(history_blocks, 2^20), M the highest height ever committed
+ * (blocks discarded by earlier rollbacks count: pruning done at M is not undone).
+ * Precisely: at most min(history_blocks, 2^20) blocks below the latest (history_blocks when
+ * the database was created or upgraded), its per-height record still kept, and no twig
+ * pruned so far may have held an entry live at `height`; pruning waits history_blocks
+ * blocks after a twig's last deactivation, so all three hold for height >= M -
+ * min(history_blocks, 2^20) unless history_blocks was raised at open after pruning.
+ * Returns 0 (also when height is the latest: nothing to do), QMDB_BAD_HEIGHT if height is
+ * above the latest, QMDB_PRUNED if it is outside the window (nothing changed in either
+ * case), QMDB_INVALID on a read-only handle, QMDB_CORRUPT if the recomputed root differs
+ * from the stored root of `height` (nothing durable changed; the handle turns fatal), -errno
+ * on an I/O failure (the handle turns fatal; reopening recovers the old or the new height).
+ */
+QMDB_API int qmdb_rollback(qmdb_db *db, uint64_t height);
 
 /* ---- Statistics ------------------------------------------------------------------------- */
 

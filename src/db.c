@@ -10,8 +10,8 @@
  *     out (no fsync) and note which segments need one.
  *  H  hash (flusher thread, or inline): (2) shard roots, global root, metadata record.
  *  F  flush (flusher thread, or inline): (3) fsync every shard's entry log, twig file and
- *     twig-meta file; (4) append the state root to ROOTS and fsync it; (5) write and fsync
- *     the metadata slot (the commit point).
+ *     twig-meta file; (4) append the state root to ROOTS and the state record to STATES
+ *     (rollback.c), fsync both; (5) write and fsync the metadata slot (the commit point).
  * Pipeline: U of H+1 waits for H of H (the tree is shared) and for F of H-1 (at most two
  * blocks in flight), so H and F of block H overlap the caller reading and building block H+1
  * and the update of H+1. With QMDB_OPEN_NO_PIPELINE (or a sequential test I/O layer, for
@@ -89,6 +89,63 @@ job_shard_hash(void *arg, size_t i)
     return rc;
 }
 
+int
+db_states_ready(qmdb_db *db)
+{
+    if (db->states_on)
+        return 0;
+    bool created;
+    u64 h = db->meta.height;
+    QM_RET(qm_states_open(db->dir, 2 * qm_states_window(db->par.history_blocks) + 2, h, &db->states,
+                          &created, &db->err));
+    qm_states_rec r;
+    int rc = created ? QMDB_NOTFOUND : qm_states_read(&db->states, db->dir, h, &r, &db->err);
+    if (rc == 0) { /* prune_max only grows: a rollback's prune slot may hold a later one */
+        db->prune_max = QM_MAX(r.prune_max, db->states.prune_max);
+    } else if (rc == QMDB_NOTFOUND || rc == QMDB_CORRUPT) {
+        /* No (intact) record of the committed height: a database from before STATES
+         * existed. What was pruned is unknown, so a rollback may not go below this height. */
+        db->err.msg[0] = '\0';
+        db->prune_max = db->states.prune_max;
+        for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+            if (db->meta.shard[s].first_twig > 0)
+                db->prune_max = h;
+        db_states_rec(db, &db->meta, &r);
+        rc = qm_states_store(&db->states, db->dir, &r, &db->err);
+    }
+    if (rc) { /* tried again at the next durable write or rollback */
+        qm_states_close(&db->states);
+        return rc;
+    }
+    db->states_on = true;
+    return 0;
+}
+
+void
+db_states_rec(qmdb_db *db, const qm_meta *m, qm_states_rec *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->height = m->height;
+    r->prune_max = db->prune_max;
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++) {
+        const qm_shard_meta *sm = &m->shard[s];
+        r->sh[s] = (qm_states_shard){sm->next_sn, sm->sn_start, sm->sn_start_pos, sm->live,
+                                     sm->entry_size};
+    }
+}
+
+/* The record of m's height in STATES (rollback.c), durably, with the twigs pruned so far. */
+static int
+db_states_put(qmdb_db *db, const qm_meta *m)
+{
+    QM_RET(db_states_ready(db));
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        db->prune_max = QM_MAX(db->prune_max, db->shard[s].pruned_deact);
+    qm_states_rec r;
+    db_states_rec(db, m, &r);
+    return qm_states_store(&db->states, db->dir, &r, &db->err);
+}
+
 static int
 job_shard_sync(void *arg, size_t i)
 {
@@ -96,7 +153,10 @@ job_shard_sync(void *arg, size_t i)
     qmdb_db *db = ((void **)arg)[0];
     if (i < QM_SHARD_COUNT)
         return qm_shard_sync_finish(&db->shard[i], db->tickets[m->height & 1][i]);
-    /* The last job: the state root of this height goes to ROOTS, durably. */
+    /* The state record of this height goes to STATES, durably (for qmdb_rollback). */
+    if (i == QM_SHARD_COUNT + 1)
+        return db_states_put(db, m);
+    /* The state root of this height goes to ROOTS, durably. */
     return qm_roots_store(db->roots_fd, db->dir, m->height, m->state_root, &db->err);
 }
 
@@ -118,9 +178,10 @@ global_root(qm_shard *shards, u8 out[32])
 static int
 db_make_durable(qmdb_db *db, qm_meta *m, bool block)
 {
-    /* Steps (3) and (4) are independent of each other; both precede (5). */
+    /* Steps (3) and (4) (with the STATES record) are independent of each other; all
+     * precede (5). */
     void *args[2] = {db, m};
-    QM_RET(qm_pool_run(db_pool(db, true), QM_SHARD_COUNT + 1, job_shard_sync, args));
+    QM_RET(qm_pool_run(db_pool(db, true), QM_SHARD_COUNT + 2, job_shard_sync, args));
     QM_RET(qm_meta_store(db->dir, &db->meta_fd, m, &db->err));
     pthread_mutex_lock(&db->mu);
     db->meta = *m;
@@ -343,17 +404,25 @@ out:
 int
 db_root(qmdb_db *db, u64 height, u8 out[32])
 {
-    pthread_mutex_lock(&db->mu);
-    u64 top = db->meta.height;
-    if (height == UINT64_MAX || height == top)
-        memcpy(out, db->meta.state_root, 32);
-    pthread_mutex_unlock(&db->mu);
-    if (height == UINT64_MAX || height == top)
-        return 0;
-    if (height > top)
-        return qm_err_set(&db->err, QMDB_NOTFOUND,
-                          "height %" PRIu64 " is above the latest (%" PRIu64 ")", height, top);
-    return qm_roots_read(db->roots_fd, db->dir, height, out, &db->err);
+    for (;;) {
+        pthread_mutex_lock(&db->mu);
+        u64 top = db->meta.height, rb = db->rollbacks;
+        if (height == UINT64_MAX || height == top)
+            memcpy(out, db->meta.state_root, 32);
+        pthread_mutex_unlock(&db->mu);
+        if (height == UINT64_MAX || height == top)
+            return 0;
+        if (height > top)
+            return qm_err_set(&db->err, QMDB_NOTFOUND,
+                              "height %" PRIu64 " is above the latest (%" PRIu64 ")", height, top);
+        int rc = qm_roots_read(db->roots_fd, db->dir, height, out, &db->err);
+        /* A rollback on the writer's thread meanwhile may have cut this record: ask again. */
+        pthread_mutex_lock(&db->mu);
+        bool again = rb != db->rollbacks;
+        pthread_mutex_unlock(&db->mu);
+        if (!again)
+            return rc;
+    }
 }
 
 int

@@ -13,8 +13,8 @@
  *                                         state (apply, hash, sync, metadata); FATAL answers
  *                                         QMDB_PANIC.
  *
- * Thread: writer functions (create, submit, wait, commit, prune, stat, prove, check, close)
- * from one thread at a time; qmdb_get, qmdb_get_many, qmdb_height and qmdb_root from any
+ * Thread: writer functions (create, submit, wait, commit, prune, rollback, stat, prove, check,
+ * close) from one thread at a time; qmdb_get, qmdb_get_many, qmdb_height and qmdb_root from any
  * thread. Readers hold `rw` shared; the update stage holds it exclusive. `mu` guards the
  * pipeline counters, the job slot and meta.
  */
@@ -28,6 +28,7 @@
 #include "prover.h"
 #include "rio.h"
 #include "shard.h"
+#include "states.h"
 #include "undo.h"
 
 #include <pthread.h>
@@ -70,6 +71,12 @@ struct qmdb_db {
     int bg_rc;        /* first failure of a background stage (guarded by mu) */
     u64 compressions; /* SHA-256 compressions by commits (atomic) */
     u64 blocks;       /* blocks committed since open (guarded by mu) */
+    /* Per-height state records (STATES, states.h) for qmdb_rollback (rollback.c): opened at
+     * the first durable write or rollback (states_on); prune_max as in a record. */
+    qm_states states;
+    bool states_on;
+    u64 prune_max;
+    u64 rollbacks; /* rollbacks done (guarded by mu): readers of ROOTS retry across one */
 };
 
 static inline bool
@@ -99,5 +106,10 @@ QM_HIDDEN int db_pipeline_start(qmdb_db *db, const qmdb_options *opt);
 QM_HIDDEN int db_root(qmdb_db *db, u64 height, u8 out[32]);
 /* Waits until everything submitted is durable (writer functions that read the trees). */
 QM_HIDDEN int db_drain(qmdb_db *db);
+/* STATES (states.h): opens the file if needed (creating it, with the record of the
+ * committed height, for a database that has none) and loads prune_max. */
+QM_HIDDEN int db_states_ready(qmdb_db *db);
+/* The record of the state that m describes (prune_max: the handle's). */
+QM_HIDDEN void db_states_rec(qmdb_db *db, const qm_meta *m, qm_states_rec *r);
 
 #endif /* QM_DB_INT_H */

@@ -146,6 +146,8 @@ db_free(qmdb_db *db)
         io->close(db->roots_fd);
     if (db->lock_fd >= 0)
         io->close(db->lock_fd);
+    if (db->states_on)
+        qm_states_close(&db->states);
     qm_changeset_free(&db->cs);
     qm_pf_free(&db->pf);
     for (unsigned k = 0; k < 2; k++)

@@ -442,3 +442,38 @@ qm_scan_get(qm_scan *sc, u64 pos, size_t need, const u8 **p)
     *p = sc->buf;
     return 0;
 }
+
+int
+qm_hpfile_cut(qm_hpfile *f, u64 size)
+{
+    QM_ASSERT(!f->rdonly && f->size == f->flushed && size >= f->head && size <= f->size);
+    if (size == f->size)
+        return 0;
+    u64 seg = size / f->seg_size, last = (f->size - 1) / f->seg_size;
+    f->size = f->flushed = f->synced = size;
+    /* Segments from seg on are written again: they are neither complete nor closed. */
+    if (__atomic_load_n(&f->closable, __ATOMIC_ACQUIRE) > seg)
+        __atomic_store_n(&f->closable, seg, __ATOMIC_RELEASE);
+    f->cold = QM_MIN(f->cold, seg);
+    const qm_io *io = qm_io_get();
+    char path[4096];
+    for (u64 s = last; s >= seg; s--) {
+        if (s == seg && size % f->seg_size != 0) {
+            int fd = -1;
+            QM_RET(seg_fd(f, s, false, &fd));
+            int rc = io->ftruncate(fd, size % f->seg_size);
+            if (rc)
+                return qm_err_set(f->err, rc, "cannot cut %s.%010" PRIu64 " to %" PRIu64 ": %s",
+                                  f->path_prefix, s, size % f->seg_size, qmdb_strerror(rc));
+            break;
+        }
+        seg_close(f, s);
+        seg_path(f, s, path, sizeof(path));
+        int rc = io->unlink(path);
+        if (rc && rc != -ENOENT)
+            return qm_err_set(f->err, rc, "cannot delete %s: %s", path, qmdb_strerror(rc));
+        if (s == 0)
+            break;
+    }
+    return 0;
+}

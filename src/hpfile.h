@@ -93,6 +93,10 @@ QM_HIDDEN int qm_hpfile_read_fd(qm_hpfile *f, u64 pos, bool direct, int *fd, u64
 /* Raises the head to new_head and deletes segments wholly below it. Call only after the
  * metadata recording new_head is durable. */
 QM_HIDDEN int qm_hpfile_prune_head(qm_hpfile *f, u64 new_head);
+/* Cuts the file back to size (>= head; the write buffer must be empty): the segment holding
+ * byte `size` is truncated, later ones deleted. For a rollback, after the metadata recording
+ * the smaller size is durable (an open would cut the same bytes). */
+QM_HIDDEN int qm_hpfile_cut(qm_hpfile *f, u64 size);
 /* Total bytes of kept segment data ([head rounded down to a segment, size)). */
 QM_HIDDEN u64 qm_hpfile_disk_bytes(const qm_hpfile *f);
 

@@ -412,3 +412,72 @@ qm_tree_add_pruned(qm_tree *t, qm_edge_builder *b, const u8 left_root[32])
         memcpy(node, parent, 32);
     }
 }
+
+/* ---- Rollback (rollback.c) ---------------------------------------------------------------- */
+
+int
+qm_tree_reactivate(qm_tree *t, u64 sn)
+{
+    u64 id = sn >> QM_TWIG_SHIFT;
+    if (sn >= t->next_sn || id < t->first_twig || !qm_tree_twig(t, id)->active ||
+        qm_tree_is_active(t, sn))
+        return QMDB_CORRUPT;
+    qm_twig *tw = qm_tree_twig(t, id);
+    unsigned p = (unsigned)(sn & QM_TWIG_MASK);
+    tw->active[p >> 3] |= (u8)(1u << (p & 7));
+    tw->nactive++;
+    return t->ndirty == UINT64_MAX ? 0 : tree_mark_dirty(t, id);
+}
+
+int
+qm_tree_truncate(qm_tree *t, u64 n, u64 height, const u8 (*leaves)[32])
+{
+    u64 y = n >> QM_TWIG_SHIFT;
+    if (n > t->next_sn || y < t->first_twig)
+        return QMDB_CORRUPT;
+    for (u64 id = y + 1; id < t->ntwigs; id++) {
+        free(qm_tree_twig(t, id)->active);
+        qm_tree_twig(t, id)->active = NULL;
+    }
+    t->ntwigs = y + 1;
+    if (t->ndirty != UINT64_MAX) { /* drop dirty marks of the removed twigs */
+        u64 k = 0;
+        for (u64 i = 0; i < t->ndirty; i++)
+            if (t->dirty[i] <= y)
+                t->dirty[k++] = t->dirty[i];
+        t->ndirty = k;
+    }
+    qm_twig *tw = qm_tree_twig(t, y);
+    unsigned keep = (unsigned)(n & QM_TWIG_MASK);
+    for (unsigned p = keep; p < QM_TWIG_LEAVES; p++)
+        tw->active[p >> 3] &= (u8) ~(1u << (p & 7));
+    tw->nactive = 0;
+    for (unsigned k = 0; k < QM_ACTIVE_BYTES; k++)
+        tw->nactive += (u32)__builtin_popcount(tw->active[k]);
+    /* Every deactivation after `height` is undone: no twig's latest one is later. */
+    for (u64 id = t->first_twig; id <= y; id++)
+        if (qm_tree_twig(t, id)->deact_height > height)
+            qm_tree_twig(t, id)->deact_height = height;
+    qm_left_tree_null(t->ltree);
+    for (unsigned p = 0; p < keep; p++)
+        memcpy(t->ltree[2048 + p], leaves[p], 32);
+    t->lt_lo = 0;
+    t->lt_hi = keep;
+    t->next_sn = n;
+    return t->ndirty == UINT64_MAX ? 0 : tree_mark_dirty(t, y);
+}
+
+u64
+qm_tree_first_pos(const qm_tree *t, u64 id)
+{
+    return qm_tree_twig(t, id)->first_pos;
+}
+
+u64
+qm_tree_live(const qm_tree *t)
+{
+    u64 n = 0;
+    for (u64 id = t->first_twig; id < t->ntwigs; id++)
+        n += qm_tree_twig(t, id)->nactive;
+    return n;
+}

@@ -118,5 +118,14 @@ typedef struct qm_edge_builder {
 } qm_edge_builder;
 QM_HIDDEN int qm_tree_recover_begin(qm_tree *t, u64 first, u64 ntwigs);
 QM_HIDDEN void qm_tree_add_pruned(qm_tree *t, qm_edge_builder *b, const u8 left_root[32]);
+/* Rollback (rollback.c). reactivate: sets the active bit of sn (QMDB_CORRUPT if it is set,
+ * pruned or not appended). truncate: drops the leaves from SN n on (the twigs after n's and
+ * their ActiveBits), caps every deactivation height at `height`, and installs leaves[0 ..
+ * n mod 2048) as the youngest twig's left tree. first_pos: log offset of twig id's first
+ * entry. live: set ActiveBits of the unpruned twigs. */
+QM_HIDDEN int qm_tree_reactivate(qm_tree *t, u64 sn);
+QM_HIDDEN int qm_tree_truncate(qm_tree *t, u64 n, u64 height, const u8 (*leaves)[32]);
+QM_HIDDEN u64 qm_tree_first_pos(const qm_tree *t, u64 id);
+QM_HIDDEN u64 qm_tree_live(const qm_tree *t);
 
 #endif /* QM_MERKLE_H */

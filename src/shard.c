@@ -512,7 +512,8 @@ qm_shard_plan_prune(qm_shard *s, u64 height)
         if (tw->nactive != 0 || tw->deact_height > height ||
             height - tw->deact_height < s->par->history_blocks)
             break;
-        id++; /* Invariant (4) */
+        s->pruned_deact = QM_MAX(s->pruned_deact, tw->deact_height); /* rollback window */
+        id++;                                                        /* Invariant (4) */
     }
     s->pending_first_twig = id;
 }

@@ -70,6 +70,7 @@ typedef struct qm_shard {
     u64 sn_start, sn_start_pos, live;
     u64 entry_head;         /* committed prune head of the entry log */
     u64 pending_first_twig; /* twigs below this are pruned once the metadata is durable */
+    u64 pruned_deact;       /* latest deactivation height of a twig planned for pruning */
     u64 height;             /* block being applied */
     u64 compactions;
     u8 *enc; /* encode buffer for appended entries */

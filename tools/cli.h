@@ -186,6 +186,7 @@ int cmd_init(const cli_cmd *cmd, cli_args *a);
 int cmd_apply(const cli_cmd *cmd, cli_args *a);
 int cmd_put(const cli_cmd *cmd, cli_args *a);
 int cmd_del(const cli_cmd *cmd, cli_args *a);
+int cmd_rollback(const cli_cmd *cmd, cli_args *a);
 int cmd_root(const cli_cmd *cmd, cli_args *a);
 int cmd_get(const cli_cmd *cmd, cli_args *a);
 int cmd_stat(const cli_cmd *cmd, cli_args *a);

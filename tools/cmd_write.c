@@ -343,3 +343,42 @@ cmd_del(const cli_cmd *cmd, cli_args *a)
     (void)cmd;
     return one_shot(a, false);
 }
+
+/* ---- rollback ------------------------------------------------------------------------------- */
+
+int
+cmd_rollback(const cli_cmd *cmd, cli_args *a)
+{
+    (void)cmd;
+    uint64_t h;
+    if (!script_parse_u64(a->pos[1], strlen(a->pos[1]), &h))
+        return cli_error(CLI_USAGE, "HEIGHT '%s' is not a number (digits only, below 2^64)",
+                         a->pos[1]);
+    qmdb_db *db = NULL;
+    int rc = cli_open(a->pos[0], 0, &db);
+    if (rc)
+        return rc;
+    uint64_t from = qmdb_height(db);
+    rc = qmdb_rollback(db, h);
+    if (rc) {
+        rc = cli_db_fail("rollback", rc, db);
+    } else {
+        unsigned char root[32];
+        rc = qmdb_root(db, UINT64_MAX, root);
+        if (rc) {
+            rc = cli_db_fail("root", rc, db);
+        } else if (a->json) {
+            cli_json_w w;
+            json_begin(&w, stdout);
+            json_u64(&w, "height", h);
+            json_hex(&w, "root", root, 32);
+            json_u64(&w, "from_height", from);
+            json_u64(&w, "blocks_undone", from - h);
+            json_end(&w);
+        } else {
+            print_commit(false, h, root);
+        }
+    }
+    int crc = cli_close(db);
+    return rc ? rc : crc;
+}

@@ -20,6 +20,7 @@ static const char tool_help[] =
     "  apply DIR SCRIPT     apply an op script ('-': stdin); \"<height> <root>\" per commit\n"
     "  put DIR KEY VALUE    commit one put as the next height; prints \"<height> <root>\"\n"
     "  del DIR KEY          commit one delete as the next height; prints \"<height> <root>\"\n"
+    "  rollback DIR HEIGHT  go back to block HEIGHT (a reorg); prints \"<height> <root>\"\n"
     "  root DIR             print \"<height> <root>\" of the latest (or --height H) block\n"
     "  get DIR KEY          print KEY's value\n"
     "  stat DIR             entries, DRAM and SSD bytes per live entry, parameters\n"
@@ -108,6 +109,19 @@ static const cli_cmd commands[] = {
      "  --json            {\"height\": H, \"root\": HEX}\n",
      "  qmdb del /var/lib/qmdb alice --str\n", CLI_OPTS_COMMON | CLI_OPTS_KEY | CLI_OPT(OPT_JSON),
      2, 2, cmd_del, false},
+    {"rollback", "DIR HEIGHT",
+     "Rolls the database back to committed block HEIGHT (a chain reorganization): the blocks\n"
+     "after it are discarded, and the next block to commit is HEIGHT + 1. Prints\n"
+     "\"<height> <root>\" of HEIGHT once that is durable (one atomic step: after a crash the\n"
+     "database is at the old height or at HEIGHT).",
+     "The window: HEIGHT must be at most history-blocks blocks (and 2^20) below the highest\n"
+     "height ever committed, blocks discarded by earlier rollbacks included (their pruning\n"
+     "is not undone). Exit 1 if HEIGHT is outside the window, 2 if it is above the latest\n"
+     "(nothing changed in either case).\n"
+     "HEIGHT equal to the latest changes nothing.\n"
+     "  --json       {\"height\": H, \"root\": HEX, \"from_height\": L, \"blocks_undone\": N}\n",
+     "  qmdb rollback /var/lib/qmdb 41\n", CLI_OPTS_COMMON | CLI_OPT(OPT_JSON), 2, 2, cmd_rollback,
+     false},
     {"root", "DIR", "Prints \"<height> <root>\": the state root of the latest committed block.",
      "  --height H   the root of block H instead (exit 1 if H is above the latest)\n"
      "  --json       {\"height\": H, \"root\": HEX}\n"

@@ -433,6 +433,18 @@ func (db *Db) Prune() error {
 	return db.dberr(C.qmdb_prune(h))
 }
 
+// Rollback rolls the database back to committed block height (a chain reorganization); the
+// next block is height+1. ErrBadHeight above the latest, ErrPruned outside the window
+// (nothing changed in either case).
+func (db *Db) Rollback(height uint64) error {
+	h, err := db.writer()
+	if err != nil {
+		return err
+	}
+	defer db.doneWriter()
+	return db.dberr(C.qmdb_rollback(h, C.uint64_t(height)))
+}
+
 // Stats are the main statistics of an open database.
 type Stats struct {
 	Height, LiveEntries, TotalEntries, UnprunedEntries uint64

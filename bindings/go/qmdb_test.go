@@ -305,3 +305,30 @@ func TestGetManySubmitConcurrent(t *testing.T) {
 		t.Errorf("version %d %q", VersionNumber(), Version())
 	}
 }
+
+func TestRollback(t *testing.T) {
+	db, _ := newDb(t)
+	var roots [4][HashLen]byte
+	for h := uint64(1); h <= 3; h++ {
+		b, _ := NewBatch()
+		b.Put([]byte{byte(h)}, []byte("v"))
+		r, err := db.Commit(h, b)
+		b.Free()
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots[h] = r
+	}
+	if err := db.Rollback(4); !errors.Is(err, ErrBadHeight) {
+		t.Errorf("rollback above the latest: %v", err)
+	}
+	if err := db.Rollback(1); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := db.Root(Latest); err != nil || r != roots[1] {
+		t.Errorf("root after the rollback: %x %v", r, err)
+	}
+	if _, err := db.Get([]byte{3}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a key of a discarded block: %v", err)
+	}
+}

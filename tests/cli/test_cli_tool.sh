@@ -36,7 +36,7 @@ D="$T/db"
 "$Q" apply "$D" "$V/example.ops" > "$T/roots" || bad "apply example.ops"
 H=$(tail -1 "$T/roots" | cut -d' ' -f1)
 R=$(tail -1 "$T/roots" | cut -d' ' -f2)
-COMMANDS="init apply put del root get stat check prove verify help"
+COMMANDS="init apply put del rollback root get stat check prove verify help"
 
 # ---- 1. --help: stdout, exit 0, and nothing created -------------------------------------------
 mkdir "$T/cwd"
@@ -407,6 +407,54 @@ run apply "$T/pg7" "$T/badline.ops" --progress
 expect_rc $rc 2 "apply --progress with a bad line"
 grep -q "^qmdb apply: $T/badline.ops:2: key is not even-length hex" "$T/err" && ok || bad "bad line message: $(cat "$T/err")"
 grep -q "^qmdb apply: stopped: 0 blocks" "$T/err" && ok || bad "apply --progress: no 'stopped' summary: $(cat "$T/err")"
+
+# ---- rollback: back to an earlier height, then other blocks -----------------------------------
+RB="$T/rb"
+"$Q" init "$RB" > /dev/null
+printf 'block 1\nput 01 0a\ncommit\nblock 2\nput 01 0b\nput 02 0c\ncommit\nblock 3\ndel 01\ncommit\n' |
+  "$Q" apply "$RB" - > "$T/rbroots"
+R0=$("$Q" root "$RB" --height 0)
+R1=$(sed -n 1p "$T/rbroots")
+R3=$(sed -n 3p "$T/rbroots")
+run rollback "$RB" 4
+expect_rc $rc 2 "rollback above the latest"
+grep -q "the latest is 3" "$T/err" && ok || bad "rollback above the latest: $(cat "$T/err")"
+run rollback "$RB" x1
+expect_rc $rc 2 "rollback to a height that is not a number"
+expect_eq "$("$Q" root "$RB")" "$R3" "a refused rollback changes nothing"
+run rollback "$RB" 3
+expect_rc $rc 0 "rollback to the latest"
+expect_eq "$(cat "$T/out")" "$R3" "rollback to the latest prints it"
+run rollback "$RB" 1
+expect_rc $rc 0 "rollback 1"
+expect_eq "$(cat "$T/out")" "$R1" "rollback prints \"<height> <root>\""
+expect_eq "$("$Q" root "$RB")" "$R1" "root after the rollback"
+expect_eq "$("$Q" get "$RB" 01)" "0a" "value after the rollback"
+run get "$RB" 02
+expect_rc $rc 1 "a key created after the height is gone"
+run root "$RB" --height 2
+expect_rc $rc 1 "the root of a discarded height"
+"$Q" put "$RB" 03 0d > "$T/out"
+grep -q "^2 " "$T/out" && ok || bad "the next commit after a rollback: $(cat "$T/out")"
+run check "$RB"
+expect_rc $rc 0 "check after a rollback and a new block"
+run rollback "$RB" 0 --json
+expect_rc $rc 0 "rollback --json"
+is_json "$T/out" && ok || bad "rollback --json: not JSON: $(cat "$T/out")"
+expect_eq "$(jq_py "$T/out" 'd["height"], d["from_height"], d["blocks_undone"]')" "(0, 2, 2)" "rollback --json fields"
+expect_eq "0 $(jq_py "$T/out" 'd["root"]')" "$R0" "rollback --json root"
+# A database whose state records start later (STATES lost, or made before it existed): the
+# heights before the first record are outside the window (exit 1), nothing changes.
+"$Q" put "$RB" 04 0e > /dev/null
+"$Q" put "$RB" 05 0f > /dev/null
+rm "$RB/STATES"
+run rollback "$RB" 1
+expect_rc $rc 1 "rollback below the first state record"
+grep -q "pruned" "$T/err" && ok || bad "rollback below the window: $(cat "$T/err")"
+expect_eq "$("$Q" root "$RB" | cut -d' ' -f1)" "2" "a rollback outside the window changes nothing"
+"$Q" put "$RB" 06 10 > /dev/null
+run rollback "$RB" 2
+expect_rc $rc 0 "rollback to the first recorded height"
 
 echo "$pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ]

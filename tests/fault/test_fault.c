@@ -5,11 +5,14 @@
  *
  * For every fault class (EIO on read, write and fsync; a short write, transient or followed
  * by ENOSPC; ENOSPC; failures of the ROOTS and META writes; failures while pruning; a
- * simulated power loss) one scenario asserts: the failing call returns that error with a
- * message naming the file; after a failure in a commit every later call on the handle
- * returns QMDB_PANIC until it is closed; reopening recovers the last committed height (or the
- * failed block, when the failure came after its commit point) with the exact root the
- * fault-free twin computed and the model's values; and the database then accepts new blocks.
+ * simulated power loss; and each step of qmdb_rollback: reading the discarded tail, the
+ * STATES prune slot, META, cutting the files, the hybrid checkpoint) one scenario asserts:
+ * the failing call returns that error with a message naming the file; after a failure in a
+ * commit every later call on the handle returns QMDB_PANIC until it is closed; reopening
+ * recovers the last committed height (or the failed block, when the failure came after its
+ * commit point; for a rollback, exactly the old or exactly the target height) with the exact
+ * root the fault-free twin computed and the model's values; and the database then accepts
+ * new blocks.
  *
  *   test_fault              sequential: the fault layer is a sequential one (io.h), so the
  *                           engine runs without pools, batched reads or (for a database
@@ -637,6 +640,129 @@ test_checkpoint_fault(uint32_t indexer)
     env_free(&e);
 }
 
+/* ---- rollback (qmdb_rollback) ---------------------------------------------------------- */
+
+static long rb_scenarios, rb_fired, rb_at_old, rb_at_new;
+
+/*
+ * One fault during qmdb_rollback from L = 30 back `depth` blocks: arms `r` just for the
+ * rollback, expects it to fail with `want` (or succeed when the rule does not fire and
+ * !must_fire), the handle then fatal, and the reopened database exactly at L (old_ok) or at
+ * L - depth (new_ok), with the twin's root and the model's values; it then commits on.
+ */
+static void
+rollback_fault(const char *name, const fio_rule *r, int depth, int want, const char *file_sub,
+               bool old_ok, bool new_ok, bool must_fire, int powerloss_pct)
+{
+    env e;
+    env_setup(&e, 30);
+    /* The hybrid index captures the I/O layer at open: install it (no rule yet) first. */
+    fio_install(NULL, false);
+    qmdb_db *db = env_open(&e, 0, NULL);
+    REQUIRE(db);
+    uint64_t L = qmdb_height(db), to = L - (uint64_t)depth;
+    fio_install(r, powerloss_pct >= 0);
+    int rc = qmdb_rollback(db, to);
+    bool fired = fio_triggered();
+    rb_scenarios++;
+    rb_fired += fired;
+    if (must_fire && !fired)
+        fprintf(stderr, "%s: the fault never fired\n", name);
+    CHECK(fired || !must_fire);
+    if (fired) {
+        if (rc != want)
+            fprintf(stderr, "%s: rollback returned %d (%s), wanted %d: %s\n", name, rc,
+                    qmdb_strerror(rc), want, qmdb_last_error(db));
+        CHECK_RC(rc, want);
+        const char *msg = qmdb_last_error(db);
+        if (conc && r->action == FIO_CRASH)
+            file_sub = e.dir;
+        if (file_sub && !strstr(msg, file_sub))
+            fprintf(stderr, "%s: message '%s' does not name %s\n", name, msg, file_sub);
+        CHECK(file_sub == NULL || strstr(msg, file_sub) != NULL);
+        CHECK_RC(qmdb_rollback(db, to), QMDB_PANIC);
+        check_fatal(db, L + 1, &e);
+    } else {
+        CHECK_OK(rc);
+        old_ok = false;
+        new_ok = true;
+    }
+    CHECK_OK(qmdb_close(db));
+    fio_uninstall();
+    if (powerloss_pct >= 0) {
+        uint64_t rng = 77;
+        fio_powerloss(&rng, (unsigned)powerloss_pct);
+    } else {
+        fio_reset();
+    }
+    uint64_t got = env_verify(&e, to, L, name);
+    if (!((got == L && old_ok) || (got == to && new_ok)))
+        fprintf(stderr, "%s: recovered height %llu, allowed: %s%s\n", name, (unsigned long long)got,
+                old_ok ? "the old height " : "", new_ok ? "the rolled-back height" : "");
+    CHECK((got == L && old_ok) || (got == to && new_ok));
+    rb_at_old += got == L;
+    rb_at_new += got == to;
+    printf("  %-52s rc=%-6d recovered height %llu (%s)\n", name, fired ? rc : 0,
+           (unsigned long long)got, got == L ? "old" : "rolled back");
+    env_free(&e);
+}
+
+static void
+test_rollback_faults(void)
+{
+    printf("rollback faults (from height 30):\n");
+    const char *ix = getenv("QMDB_INDEXER");
+    bool hybrid = ix && strcmp(ix, "hybrid") == 0;
+    fio_rule r;
+    /* Before the commit point (the META slot of the rolled-back height): the old height. */
+    r = rule(FIO_PREAD, ".entries.", 1, FIO_ERR, EIO);
+    rollback_fault("EIO reading the discarded tail", &r, 3, -EIO, ".entries", true, false, true,
+                   -1);
+    r = rule(FIO_PWRITE, "STATES", 1, FIO_ERR, EIO);
+    rollback_fault("EIO writing the STATES record", &r, 2, -EIO, "STATES", true, false, true, -1);
+    r = rule(FIO_FSYNC, "STATES", 1, FIO_ERR, EIO);
+    rollback_fault("EIO on the STATES fsync", &r, 2, -EIO, "STATES", true, false, true, -1);
+    r = rule(FIO_PWRITE, "META", 1, FIO_ERR, ENOSPC);
+    rollback_fault("ENOSPC writing META", &r, 3, -ENOSPC, "META", true, false, true, -1);
+    /* At the commit point: either height, exactly. */
+    r = rule(FIO_PWRITE, "META", 1, FIO_SHORT, ENOSPC);
+    rollback_fault("short META write, then ENOSPC", &r, 1, -ENOSPC, "META", true, true, true, -1);
+    r = rule(FIO_FSYNC, "META", 1, FIO_ERR, EIO);
+    rollback_fault("EIO on the META fsync", &r, 2, -EIO, "META", true, true, true, -1);
+    r = rule(FIO_FSYNC, "META", 1, FIO_ERR, EIO);
+    rollback_fault("EIO on the META fsync + power loss", &r, 2, -EIO, "META", true, true, true,
+                   100);
+    fio_rule c = rule(FIO_PWRITE, "META", 1, FIO_CRASH, 0);
+    c.torn_pct = 40;
+    rollback_fault("power loss tearing the META write", &c, 3, -EIO, "META", true, true, true, 100);
+    c = rule(FIO_FSYNC, "STATES", 1, FIO_CRASH, 0);
+    rollback_fault("power loss at the STATES fsync", &c, 1, -EIO, "STATES", true, false, true, 50);
+    /* After the commit point: the files are cut back (an open would cut them too). */
+    r = rule(FIO_FTRUNCATE, ".entries.", 1, FIO_ERR, EIO);
+    rollback_fault("EIO cutting the entry log", &r, 3, -EIO, ".entries", false, true, true, -1);
+    r = rule(FIO_FTRUNCATE, "ROOTS", 1, FIO_ERR, EIO);
+    rollback_fault("EIO cutting ROOTS", &r, 2, -EIO, "ROOTS", false, true, true, -1);
+    c = rule(FIO_FTRUNCATE, ".entries.", 2, FIO_CRASH, 0);
+    rollback_fault("power loss while cutting the entry log", &c, 3, -EIO, ".entries", false, true,
+                   true, 100);
+    r = rule(FIO_UNLINK, ".entries.", 1, FIO_ERR, EIO);
+    rollback_fault("EIO deleting a discarded segment", &r, 3, -EIO, ".entries", false, true, false,
+                   -1);
+    if (hybrid) {
+        r = rule(FIO_PWRITE, ".hix", 1, FIO_ERR, ENOSPC);
+        rollback_fault("ENOSPC writing the index checkpoint", &r, 2, -ENOSPC, ".hix", false, true,
+                       true, -1);
+        r = rule(FIO_RENAME, ".hix", 1, FIO_ERR, EIO);
+        rollback_fault("EIO renaming the index checkpoint", &r, 2, -EIO, ".hix", false, true, true,
+                       -1);
+    }
+    /* No fault: the rollback itself, reopened. */
+    rollback_fault("no fault", NULL, 3, 0, NULL, false, true, false, -1);
+    printf("  rollback scenarios: %ld, faults fired: %ld; recovered at the old height %ld, at "
+           "the rolled-back one %ld\n",
+           rb_scenarios, rb_fired, rb_at_old, rb_at_new);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -657,6 +783,7 @@ main(int argc, char **argv)
     test_checkpoint_fault(QMDB_INDEXER_HYBRID);
     test_checkpoint_fault(QMDB_INDEXER_MEMORY);
     test_seam_faults();
+    test_rollback_faults();
     if (conc) {
         printf("batched reads seen by the fault layer: %ld\n", batched_total);
         CHECK(batched_total > 0);

@@ -7,6 +7,15 @@
  * the engine every ~10 blocks, checks stored historical roots, statistics, and the
  * rejection of invalid puts and bad heights.
  *
+ * Rollbacks: after 5% of the blocks the engine rolls back a random number of blocks
+ * (qmdb_rollback; 1-6, or up to 40 one time in four) and the run continues with other
+ * blocks; the model is replayed from genesis to the target height (the test keeps every
+ * block's model calls) and the engine is checked against it: roots (latest and earlier),
+ * values, statistics, proofs of sampled keys, sometimes after a reopen; rolling back to the
+ * next height is QMDB_BAD_HEIGHT and to the latest a no-op. The compact-1-1-1 configuration
+ * keeps 16 blocks of history, so deep rollbacks may be refused as pruned (QMDB_PRUNED, which
+ * must then change nothing and happen only beyond the history).
+ *
  * Configurations: default parameters; compact_thres=1 with 1/1; compact_thres=1 with 7/10
  * (update-heavy, long enough that compaction starts; asserted via the model's counter).
  *
@@ -246,7 +255,23 @@ typedef struct {
     /* op weights (percent): create, update, delete present, delete absent, repeat pair */
     unsigned w_create, w_update, w_del, w_del_absent, w_repeat;
     int expect_compaction; /* 1: must compact; 0: must not */
+    uint64_t history;      /* history_blocks (0: the default); small values make pruning
+                              bound the rollback window */
 } config;
+
+/* The model-side calls of one block, kept for replaying the model to an earlier height
+ * after a qmdb_rollback. */
+typedef struct {
+    char op; /* 'p' put, 'd' delete, 't' rm_tx */
+    key_t_ k;
+    uint8_t *val;
+    size_t vl;
+} mop;
+
+typedef struct {
+    mop *ops;
+    size_t n, cap;
+} mblock;
 
 typedef struct {
     qmdb_db *db;
@@ -258,7 +283,65 @@ typedef struct {
     uint64_t compact_at_open;
     uint8_t (*roots)[32]; /* roots[h] for every committed height */
     size_t nroots;
+    const config *cfg;
+    mblock *blocks; /* blocks[h]: the model calls of block h (1..height) */
+    size_t nblocks, capblocks;
+    unsigned rollbacks, rolled_back_blocks, refused;
+    uint64_t max_height; /* the highest height ever committed (rolled-back ones included) */
 } run;
+
+static void
+mblock_add(run *r, char op, const key_t_ *k, const uint8_t *val, size_t vl)
+{
+    mblock *b = &r->blocks[r->nblocks - 1];
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 64;
+        b->ops = realloc(b->ops, b->cap * sizeof *b->ops);
+        if (b->ops == NULL)
+            abort();
+    }
+    mop *o = &b->ops[b->n++];
+    memset(o, 0, sizeof *o);
+    o->op = op;
+    if (k)
+        o->k = *k;
+    if (val) {
+        o->val = malloc(vl);
+        if (o->val == NULL)
+            abort();
+        memcpy(o->val, val, vl);
+        o->vl = vl;
+    }
+}
+
+static void
+mblocks_truncate(run *r, size_t n)
+{
+    while (r->nblocks > n) {
+        mblock *b = &r->blocks[--r->nblocks];
+        for (size_t i = 0; i < b->n; i++)
+            free(b->ops[i].val);
+        free(b->ops);
+        memset(b, 0, sizeof *b);
+    }
+}
+
+/* Starts the record of block h (blocks[0] stands for genesis). */
+static void
+mblocks_begin(run *r, uint64_t h)
+{
+    mblocks_truncate(r, h);
+    if (h + 1 > r->capblocks) {
+        size_t old = r->capblocks;
+        r->capblocks = (h + 1) * 2;
+        r->blocks = realloc(r->blocks, r->capblocks * sizeof *r->blocks);
+        if (r->blocks == NULL)
+            abort();
+        memset(r->blocks + old, 0, (r->capblocks - old) * sizeof *r->blocks);
+    }
+    memset(&r->blocks[h], 0, sizeof r->blocks[h]);
+    r->nblocks = h + 1;
+}
 
 static uint8_t g_val[5000];
 
@@ -269,6 +352,7 @@ do_put(run *r, const key_t_ *k)
     rnd_bytes(g_val, vl);
     ASSERT_OK(qmdb_batch_put(r->b, k->k, k->kl, g_val, vl));
     ASSERT_EQ_INT(rm_put(r->m, k->k, k->kl, g_val, vl), 0);
+    mblock_add(r, 'p', k, g_val, vl);
     r->batch_ops++;
     r->ops_total++;
     log_printf("put ");
@@ -283,6 +367,7 @@ do_del(run *r, const key_t_ *k)
 {
     ASSERT_OK(qmdb_batch_del(r->b, k->k, k->kl));
     ASSERT_EQ_INT(rm_del(r->m, k->k, k->kl), 0);
+    mblock_add(r, 'd', k, NULL, 0);
     r->batch_ops++;
     r->ops_total++;
     log_printf("del ");
@@ -297,8 +382,10 @@ static void
 do_tx(run *r)
 {
     ASSERT_OK(qmdb_batch_tx(r->b));
-    if (r->batch_ops > 0 || r->batch_tx_calls > 0)
+    if (r->batch_ops > 0 || r->batch_tx_calls > 0) {
         rm_tx(r->m);
+        mblock_add(r, 't', NULL, NULL, 0);
+    }
     r->batch_tx_calls++;
     log_printf("tx\n");
 }
@@ -451,6 +538,8 @@ commit_block(run *r, uint64_t h)
     ASSERT_EQ_INT(qmdb_height(r->db), h);
     ASSERT_OK(qmdb_root(r->db, UINT64_MAX, again));
     ASSERT(memcmp(again, want, 32) == 0);
+    if (h > r->max_height)
+        r->max_height = h;
     if (r->nroots <= h) {
         r->roots = realloc(r->roots, (h + 64) * 32);
         ASSERT(r->roots != NULL);
@@ -489,11 +578,124 @@ reopen(run *r)
     ASSERT(memcmp(root, r->roots[rm_height(r->m)], 32) == 0);
 }
 
+/* Proofs of a sample of keys about the latest height, verified against its root with the
+ * model's answer (inclusion of its value, or exclusion). */
+static void
+check_proofs(run *r, unsigned n)
+{
+    uint64_t h = rm_height(r->m);
+    for (unsigned i = 0; i < n && g_npool > 0; i++) {
+        const key_t_ *k = &g_pool[rnd() % g_npool];
+        const uint8_t *mv = NULL;
+        size_t mvl = 0;
+        int present = rm_get(r->m, k->k, k->kl, &mv, &mvl);
+        uint8_t *pf = NULL;
+        size_t pl = 0;
+        ASSERT_OK(qmdb_prove(r->db, k->k, k->kl, UINT64_MAX, &pf, &pl));
+        uint64_t ph = 0;
+        const char *why = NULL;
+        int rc = qmdb_proof_verify(pf, pl, r->roots[h], k->k, k->kl, present ? mv : NULL,
+                                   present ? mvl : 0, h, &ph, &why);
+        qmdb_proof_free(pf);
+        if (rc != QMDB_OK) {
+            fprintf(stderr, "proof of a %s key at height %" PRIu64 " fails: %s\n",
+                    present ? "present" : "absent", h, why ? why : "?");
+            die();
+        }
+    }
+}
+
+/* The model of height h, replayed from genesis with the recorded model calls. */
+static void
+model_replay(run *r, uint64_t h)
+{
+    rm_free(r->m);
+    r->m = rm_new(r->cfg->thres, r->cfg->ratio, r->cfg->div);
+    ASSERT(r->m != NULL);
+    for (uint64_t b = 1; b <= h; b++) {
+        ASSERT_EQ_INT(rm_begin_block(r->m, b), 0);
+        const mblock *mb = &r->blocks[b];
+        for (size_t i = 0; i < mb->n; i++) {
+            const mop *o = &mb->ops[i];
+            if (o->op == 'p')
+                ASSERT_EQ_INT(rm_put(r->m, o->k.k, o->k.kl, o->val, o->vl), 0);
+            else if (o->op == 'd')
+                ASSERT_EQ_INT(rm_del(r->m, o->k.k, o->k.kl), 0);
+            else
+                rm_tx(r->m);
+        }
+        ASSERT_EQ_INT(rm_commit(r->m, NULL), 0);
+    }
+    mblocks_truncate(r, h + 1);
+}
+
+/* Rolls the engine back a random number of blocks (qmdb_rollback) and checks it against the
+ * model of that height: roots (latest and historical), values, statistics, proofs, and
+ * sometimes a reopen. Depths beyond the history setting may be refused (QMDB_PRUNED), and
+ * must then change nothing. */
+static void
+do_rollback(run *r, uint64_t *hp)
+{
+    uint64_t h = *hp;
+    uint8_t root[32];
+    ASSERT_EQ_INT(qmdb_rollback(r->db, h + 1), QMDB_BAD_HEIGHT);
+    ASSERT_OK(qmdb_rollback(r->db, h)); /* the latest: nothing to do */
+    uint64_t depth = chance(25) ? rnd_range(1, h < 40 ? h : 40) : rnd_range(1, h < 6 ? h : 6);
+    uint64_t to = h - depth, hist = r->cfg->history ? r->cfg->history : 100000;
+    int rc = qmdb_rollback(r->db, to);
+    if (rc == QMDB_PRUNED) {
+        /* Only beyond the history, counted from the highest height ever committed (pruning
+         * done there is not undone by a rollback). */
+        ASSERT(r->max_height - to > hist);
+        ASSERT_EQ_INT(qmdb_height(r->db), h);
+        ASSERT_OK(qmdb_root(r->db, UINT64_MAX, root));
+        ASSERT(memcmp(root, r->roots[h], 32) == 0);
+        check_sample(r, 8);
+        r->refused++;
+        return;
+    }
+    if (rc != QMDB_OK) {
+        fprintf(stderr, "qmdb_rollback(%" PRIu64 ") at height %" PRIu64 " = %d (%s): %s\n", to, h,
+                rc, qmdb_strerror(rc), qmdb_last_error(r->db));
+        die();
+    }
+    log_printf("# rollback to %" PRIu64 "\n", to);
+    r->rollbacks++;
+    r->rolled_back_blocks += (unsigned)depth;
+    g_height = to;
+    model_replay(r, to);
+    rm_state_root(r->m, root);
+    ASSERT(memcmp(root, r->roots[to], 32) == 0);
+    ASSERT_EQ_INT(qmdb_height(r->db), to);
+    ASSERT_OK(qmdb_root(r->db, UINT64_MAX, root));
+    ASSERT(memcmp(root, r->roots[to], 32) == 0);
+    ASSERT_EQ_INT(qmdb_root(r->db, to + 1, root), QMDB_NOTFOUND);
+    for (unsigned i = 0; i < 4; i++) {
+        uint64_t hh = rnd_range(0, to);
+        ASSERT_OK(qmdb_root(r->db, hh, root));
+        ASSERT(memcmp(root, r->roots[hh], 32) == 0);
+    }
+    qmdb_stats st = QMDB_STATS_INIT;
+    ASSERT_OK(qmdb_stat(r->db, &st));
+    r->compact_at_open = rm_compactions(r->m) - st.compactions;
+    check_stats(r);
+    check_sample(r, 48);
+    check_proofs(r, 8);
+    if (chance(30)) {
+        reopen(r);
+        check_sample(r, 24);
+        check_stats(r);
+        check_proofs(r, 4);
+    }
+    *hp = to;
+}
+
 static int
 run_config(const config *c, size_t ops_target)
 {
     run r;
     memset(&r, 0, sizeof r);
+    r.cfg = c;
     g_cfg = c->name;
     g_height = 0;
     g_npool = 0;
@@ -510,6 +712,8 @@ run_config(const config *c, size_t ops_target)
     opt.compact_thres = c->thres;
     opt.utilization_ratio = c->ratio;
     opt.utilization_div = c->div;
+    if (c->history)
+        opt.history_blocks = c->history;
     ASSERT_OK(qmdb_create(g_dir, &opt));
     int rc = qmdb_open(g_dir, &opt, &r.db);
     if (rc != QMDB_OK) {
@@ -551,6 +755,7 @@ run_config(const config *c, size_t ops_target)
         r.batch_ops = 0;
         r.batch_tx_calls = 0;
         ASSERT_EQ_INT(rm_begin_block(r.m, h), 0);
+        mblocks_begin(&r, h);
         log_printf("block %" PRIu64 "\n", h);
         if (chance(10))
             do_tx(&r); /* names tx 0 only */
@@ -589,6 +794,8 @@ run_config(const config *c, size_t ops_target)
             blocks_since_reopen = 0;
             reopens++;
         }
+        if (chance(5)) /* a chain reorganization: back some blocks, then other blocks */
+            do_rollback(&r, &h);
         if (chance(10)) { /* a historical root */
             uint64_t hh = rnd_range(0, h);
             ASSERT_OK(qmdb_root(r.db, hh, root));
@@ -621,6 +828,11 @@ run_config(const config *c, size_t ops_target)
     printf("  %-14s %zu ops, %" PRIu64 " blocks, %u reopens, %" PRIu64 " entries appended, %" PRIu64
            " compaction steps, %zu keys checked at end\n",
            c->name, r.ops_total, h, reopens, entries, comp, g_npool);
+    printf("  %-14s %u rollbacks (%u blocks undone), %u refused as pruned\n", c->name, r.rollbacks,
+           r.rolled_back_blocks, r.refused);
+    ASSERT(r.rollbacks > 0);
+    mblocks_truncate(&r, 0);
+    free(r.blocks);
 
     qmdb_batch_free(r.b);
     ASSERT_OK(qmdb_close(r.db));
@@ -639,10 +851,10 @@ main(void)
     const char *o = getenv("QMDB_TEST_OPS");
     size_t ops = o && *o ? (size_t)strtoull(o, NULL, 0) : 20000;
     static const config cfgs[] = {
-        {"default", 20000000, 7, 10, 1.0, 35, 30, 15, 10, 10, 0},
-        {"compact-1-1-1", 1, 1, 1, 1.0, 35, 30, 15, 10, 10, 1},
+        {"default", 20000000, 7, 10, 1.0, 35, 30, 15, 10, 10, 0, 0},
+        {"compact-1-1-1", 1, 1, 1, 1.0, 35, 30, 15, 10, 10, 1, 16},
         /* update-heavy so that dead entries reach 30% and compaction starts */
-        {"compact-1-7-10", 1, 7, 10, 1.6, 12, 60, 16, 6, 6, 1},
+        {"compact-1-7-10", 1, 7, 10, 1.6, 12, 60, 16, 6, 6, 1, 0},
     };
     printf("test_model_random: seed %" PRIu64 "\n", g_seed);
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {

@@ -184,6 +184,7 @@ _commit = _fn("qmdb_commit", _c_int, _vp, _u64, _vp, _c.c_char_p)
 _submit = _fn("qmdb_submit", _c_int, _vp, _u64, _vp)
 _wait = _fn("qmdb_wait", _c_int, _vp, _u64, _c.c_char_p)
 _prune = _fn("qmdb_prune", _c_int, _vp)
+_rollback = _fn("qmdb_rollback", _c_int, _vp, _u64)
 _stat = _fn("qmdb_stat", _c_int, _vp, _c.POINTER(_Stats))
 _prove = _fn("qmdb_prove", _c_int, _vp, _c.c_char_p, _sz, _u64, _c.POINTER(_u8p),
              _c.POINTER(_sz))
@@ -513,6 +514,14 @@ class Db:
     def prune(self):
         with self._write() as h:
             rc = _prune(h)
+            if rc:
+                raise self._err(h, rc)
+
+    def rollback(self, height):
+        """Rolls back to committed block height (a chain reorganization); the next block is
+        height + 1. BadHeight above the latest, Pruned outside the window (nothing changed)."""
+        with self._write() as h:
+            rc = _rollback(h, height)
             if rc:
                 raise self._err(h, rc)
 

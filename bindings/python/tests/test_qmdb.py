@@ -132,6 +132,19 @@ class TestApi(Base):
         with self.assertRaises(KeyError):
             self.db[b"nope"]
 
+    def test_rollback(self):
+        r1 = self.commit_kv([(b"a", b"1")])
+        self.commit_kv([(b"a", b"2"), (b"b", b"3")])
+        with self.assertRaises(qmdb.BadHeight):
+            self.db.rollback(3)
+        self.db.rollback(1)
+        self.assertEqual(self.db.root(), r1)
+        self.assertEqual(self.db.get(b"a"), b"1")
+        with self.assertRaises(KeyError):
+            self.db[b"b"]
+        self.commit_kv([(b"c", b"4")])  # block 2 again, another one
+        self.assertEqual(self.db.get(b"c"), b"4")
+
     def test_closed_handle(self):
         b = qmdb.Batch()
         b.put(b"a", b"1")

@@ -187,6 +187,7 @@ extern "C" {
     pub fn qmdb_submit(db: *mut qmdb_db, height: u64, b: *const qmdb_batch) -> c_int;
     pub fn qmdb_wait(db: *mut qmdb_db, height: u64, root_out: *mut u8) -> c_int;
     pub fn qmdb_prune(db: *mut qmdb_db) -> c_int;
+    pub fn qmdb_rollback(db: *mut qmdb_db, height: u64) -> c_int;
     pub fn qmdb_stat(db: *mut qmdb_db, st: *mut qmdb_stats) -> c_int;
     pub fn qmdb_check(
         dir: *const c_char,

@@ -467,6 +467,13 @@ impl Db {
         self.write(|h| unsafe { sys::qmdb_prune(h) }, || ())
     }
 
+    /// Rolls back to committed block `height` (a chain reorganization); the next block is
+    /// `height + 1`. `BadHeight` above the latest, `Pruned` outside the window (nothing
+    /// changed in either case).
+    pub fn rollback(&self, height: u64) -> Result<()> {
+        self.write(|h| unsafe { sys::qmdb_rollback(h, height) }, || ())
+    }
+
     /// The statistics (waits for blocks in flight).
     pub fn stat(&self) -> Result<Stats> {
         let mut st = Stats {

@@ -268,3 +268,19 @@ fn _assert_send_sync() {
     send_sync::<Db>();
     send::<Batch>();
 }
+
+#[test]
+fn rollback() {
+    let (_t, db) = fresh();
+    let mut roots = Vec::new();
+    for h in 1..=3u64 {
+        let mut b = Batch::new().unwrap();
+        b.put(&[h as u8], b"v").unwrap();
+        roots.push(db.commit(h, &b).unwrap());
+    }
+    assert_eq!(db.rollback(4).unwrap_err().kind(), ErrorKind::BadHeight);
+    db.rollback(1).unwrap();
+    assert_eq!(db.root(None).unwrap(), roots[0]);
+    assert_eq!(db.get(&[3u8]).unwrap(), None);
+    assert_eq!(db.get(&[1u8]).unwrap(), Some(b"v".to_vec()));
+}
