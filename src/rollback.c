@@ -260,7 +260,7 @@ job_cut(void *arg, size_t i)
     QM_RET(qm_hpfile_cut(&s->tmeta, nfull * QM_TMETA_REC));
     if (s->index.hyb) {
         /* A run of state h and the journal of its generation from h + 1. */
-        QM_RET(qm_shard_checkpoint(s, c->height));
+        QM_RET(qm_shard_checkpoint(s, c->db->dir, c->height));
         QM_RET(qm_hixj_start(qm_hix_journal(s->index.hyb), qm_hix_gen(s->index.hyb), c->height + 1,
                              false, s->err));
     }
