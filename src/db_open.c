@@ -14,9 +14,6 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -424,17 +421,8 @@ qmdb_open(const char *dir, const qmdb_options *opt, qmdb_db **out)
         u64 seq = 0;
         bool have_seq = false;
         int rc = db_open_once(dir, opt, out, &seq, &have_seq);
-        if (rc == 0) {
-#ifdef __GLIBC__
-            /* The log scan's per-entry records (16 bytes per unpruned entry, on the pool's
-             * threads) are freed by now, but glibc keeps such memory in its per-thread
-             * arenas: give it back, or a long-running process carries the open's peak. */
-            malloc_trim(0);
-#endif
-            return 0;
-        }
-        if (!rdonly || rc == QMDB_NOTADB || rc == QMDB_INVALID || rc == QMDB_VERSION_MISMATCH ||
-            rc == -ENOMEM || rc == -EACCES || rc == -EPERM ||
+        if (rc == 0 || !rdonly || rc == QMDB_NOTADB || rc == QMDB_INVALID ||
+            rc == QMDB_VERSION_MISMATCH || rc == -ENOMEM || rc == -EACCES || rc == -EPERM ||
             !db_reader_retry(dir, salvage, have_seq, seq, &meta_fails))
             return rc;
         if (attempt == DB_READER_ATTEMPTS) {

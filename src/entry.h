@@ -22,6 +22,7 @@
 #ifndef QM_ENTRY_H
 #define QM_ENTRY_H
 
+#include "codec.h"
 #include "qm_internal.h"
 
 #define QM_ENTRY_FIXED 53u
@@ -41,6 +42,13 @@ typedef struct qm_entry {
     u32 stored_len;
     u32 payload_len;
 } qm_entry;
+
+/* DSN i (i < ndsn) of a decoded entry. */
+static inline u64
+qm_entry_dsn_at(const qm_entry *e, u32 i)
+{
+    return qm_get_u64le(e->dsn_raw + 8 * (size_t)i);
+}
 
 static inline u32
 qm_entry_payload_len(u32 klen, u32 vlen, u32 ndsn)

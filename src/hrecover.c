@@ -436,9 +436,9 @@ qm_shard_checkpoint(qm_shard *s, const char *dir, u64 height)
 {
     if (s->par->rdonly)
         return 0;
-    /* The in-memory index came from the run on disk and no block was committed since: that
-     * run is this checkpoint. */
-    if (!s->index.hyb && s->index_resumed && height == s->par->height)
+    /* The in-memory index came from the run on disk and nothing was applied or undone since:
+     * that run is this checkpoint. */
+    if (!s->index.hyb && s->run_current)
         return 0;
     qm_hix_state st;
     u8 *blob = NULL;

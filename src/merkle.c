@@ -237,8 +237,8 @@ tree_rebase(u8 **arr, u64 *cap, u64 *base, u64 nb, u64 end, size_t elem)
         *cap = 0;
         return;
     }
-    memmove(*arr, *arr + shift * elem, (*cap - shift) * elem);
     u64 len = end > nb ? end - nb : 0;
+    memmove(*arr, *arr + shift * elem, QM_MIN(len, *cap - shift) * elem);
     u64 want = len + len / 2 + 8;
     if (want < *cap) {
         u8 *p = realloc(*arr, want * elem);

@@ -148,7 +148,7 @@ ph_update(qm_shard *s, ph_shard *ph)
         ph->verh[i] = e.version > 0 ? (u64)e.version >> 24 : 0;
         ph->deact[i] = PH_NONE;
         for (u32 k = 0; k < e.ndsn; k++) {
-            u64 d = qm_get_u64le(e.dsn_raw + 8 * k);
+            u64 d = qm_entry_dsn_at(&e, k);
             if (d >= base && d < sn)
                 ph->deact[d - base] = sn;
         }

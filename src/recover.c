@@ -148,9 +148,7 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
         if (e.version > 0 && (u64)e.version >> 24 > height)
             height = (u64)e.version >> 24;
         for (u32 i = 0; i < e.ndsn; i++) {
-            u64 d = 0;
-            for (int k = 7; k >= 0; k--)
-                d = (d << 8) | e.dsn_raw[8 * i + k];
+            u64 d = qm_entry_dsn_at(&e, i);
             if (d >= sn) {
                 rc =
                     QM_CORRUPT(s->err, "%s: entry at log offset %" PRIu64 " deactivates a later SN",
@@ -276,7 +274,7 @@ qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
         if (s->index.hyb)
             QM_RET(qm_shard_hix_rebuilt(s, m));
     }
-    s->index_resumed = resumed;
+    s->index_resumed = s->run_current = resumed;
     qm_tree_mark_all_dirty(&s->tree);
     QM_RET(qm_tree_commit(&s->tree));
     if (memcmp(s->tree.root, m->root, 32) != 0) {

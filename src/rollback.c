@@ -118,9 +118,7 @@ undo_tail(qm_shard *s, qm_scan *sc, const qm_states_shard *r, u64 **re, size_t *
                                   s->id, sn, pos);
         }
         for (u32 i = 0; i < e.ndsn; i++) {
-            u64 d = 0;
-            for (int k = 7; k >= 0; k--)
-                d = (d << 8) | e.dsn_raw[8 * i + k];
+            u64 d = qm_entry_dsn_at(&e, i);
             if (d >= sn)
                 return QM_CORRUPT(s->err,
                                   "%s: entry at log offset %" PRIu64 " deactivates a later SN",
@@ -188,6 +186,7 @@ job_undo(void *arg, size_t i)
     const qm_states_shard *r = &c->rec->sh[i];
     u64 *re = NULL;
     size_t nre = 0;
+    s->run_current = false;
     u8(*leaves)[32] = malloc(QM_TWIG_LEAVES * 32);
     qm_scan sc;
     int rc = qm_scan_init(&sc, &s->entries, 256 << 10); /* about one twig */

@@ -568,6 +568,7 @@ qm_shard_update(qm_shard *s, u64 height, const qm_op *ops, size_t n)
 {
     qm_hpfile_close_cold(&s->entries);
     qm_hpfile_close_cold(&s->twigs);
+    s->run_current = false;
     int rc = qm_shard_apply(s, height, ops, n);
     pthread_mutex_lock(&s->warm_mu);
     qm_warm_clear(&s->warm);

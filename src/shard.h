@@ -83,6 +83,8 @@ typedef struct qm_shard {
     FILE *trace;             /* optional append trace (debugging aid) */
     struct qm_undo *undo;    /* when set, the update stage records pre-images here (undo.h) */
     bool index_resumed;      /* the index came from its run file at open (no log scan) */
+    bool run_current;        /* ... and no block was applied or undone since: that run is the
+                                checkpoint of the current state */
     u64 hix_replayed_blocks, hix_replayed_changes; /* of the index journal, at open */
 } qm_shard;
 

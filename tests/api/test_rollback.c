@@ -193,6 +193,40 @@ test_crash_after_rollback(void)
            s.index_resumed_shards, (unsigned long long)s.index_replayed_blocks);
 }
 
+/* In-memory indexer: a handle that loaded the index checkpoint, rolled back and committed a
+ * different block at the same height writes a new checkpoint at close (the one it loaded is
+ * of the discarded block), so the next fast open loads it again. */
+static void
+test_checkpoint_after_rollback(void)
+{
+    char dir[128];
+    snprintf(dir, sizeof(dir), "%s/k", base);
+    qmdb_options o;
+    qmdb_options_init(&o);
+    o.indexer = QMDB_INDEXER_MEMORY;
+    REQUIRE(qmdb_create(dir, &o) == 0);
+    qmdb_db *db;
+    REQUIRE(qmdb_open(dir, &o, &db) == 0);
+    for (uint64_t h = 1; h <= 4; h++)
+        block(db, h, 20, true);
+    CHECK_OK(qmdb_close(db));
+    o.flags = QMDB_OPEN_FAST;
+    REQUIRE(qmdb_open(dir, &o, &db) == 0);
+    qmdb_stats s = QMDB_STATS_INIT;
+    CHECK_OK(qmdb_stat(db, &s));
+    CHECK_EQ_U64(s.index_resumed_shards, 16);
+    CHECK_OK(qmdb_rollback(db, 3));
+    block(db, 4, 9, true); /* another block 4 */
+    CHECK_OK(qmdb_close(db));
+    o.flags = QMDB_OPEN_RDONLY | QMDB_OPEN_FAST;
+    REQUIRE(qmdb_open(dir, &o, &db) == 0);
+    CHECK_OK(qmdb_stat(db, &s));
+    CHECK_EQ_U64(s.index_resumed_shards, 16);
+    check_at(db, 4);
+    CHECK_OK(qmdb_close(db));
+    CHECK_OK(qmdb_check(dir, NULL, NULL, NULL));
+}
+
 /* A small history: rollbacks deeper than it, or past twigs pruned since, are refused with
  * nothing changed; within it they work even right after pruning. */
 static void
@@ -242,6 +276,7 @@ main(void)
     REQUIRE(mkdtemp(base) != NULL);
     test_codes_and_in_flight();
     test_crash_after_rollback();
+    test_checkpoint_after_rollback();
     test_window();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
