@@ -84,3 +84,22 @@ bench_parse_engine_list(const char *list, char (*names)[32], int *n, const char 
     }
     return *n ? 0 : -1;
 }
+
+int
+bench_is_qmdb(const char *name)
+{
+    return strncmp(name, "qmdb", 4) == 0;
+}
+
+int
+bench_fastest_rival(const char *const *names, const double *rates, int n, int s)
+{
+    int q = 0, best = -1;
+    for (int i = 0; i < n; i++)
+        q |= bench_is_qmdb(names[i]);
+    for (int i = 0; i < n; i++)
+        if (i != s && !(q && bench_is_qmdb(names[i])) && rates[i] > 0 &&
+            (best < 0 || rates[i] > rates[best]))
+            best = i;
+    return best;
+}

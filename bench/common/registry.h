@@ -27,6 +27,15 @@ int engine_lookup(const char *name, bench_engine *e);
  * BENCH_MAX_ENGINES. who prefixes errors. 0, or -1 with a message on stderr. */
 int bench_parse_engine_list(const char *list, char (*names)[32], int *n, const char *who);
 
+/* Whether the engine is a qmdb variant (qmdb, qmdb-seq, qmdb-hybrid): they are not each other's
+ * rivals. */
+int bench_is_qmdb(const char *name);
+
+/* The scoring rule of every comparison (docs/BENCH.md): the fastest rival of engine s in one
+ * cell is the other engine with the highest rate there, not counting qmdb variants when any
+ * ran. rates[i] <= 0: engine i has no figure in the cell. Returns its index, or -1. */
+int bench_fastest_rival(const char *const *names, const double *rates, int n, int s);
+
 extern volatile sig_atomic_t bench_stop;
 extern char bench_disk[64]; /* diskstats name of the device holding --db-dir */
 extern memcap bench_memcap;

@@ -70,16 +70,10 @@ rate_of(const engine_rec *er, const char *phase, int *found)
 }
 
 static int
-is_qmdb(const char *name)
-{
-    return strncmp(name, "qmdb", 4) == 0;
-}
-
-static int
 any_qmdb(const engine_rec *recs, int n)
 {
     for (int i = 0; i < n; i++)
-        if (is_qmdb(recs[i].name))
+        if (bench_is_qmdb(recs[i].name))
             return 1;
     return 0;
 }
@@ -88,27 +82,26 @@ any_qmdb(const engine_rec *recs, int n)
 static int
 is_subject(const engine_rec *recs, int n, int i)
 {
-    return any_qmdb(recs, n) ? is_qmdb(recs[i].name) : i == 0;
+    return any_qmdb(recs, n) ? bench_is_qmdb(recs[i].name) : i == 0;
 }
 
-/* The fastest rival of subject s in phase: the other engine (not a qmdb variant when qmdb
- * runs) with the highest rate. Returns its index, or -1 if none ran the phase. */
+/* The fastest rival of subject s in phase (bench_fastest_rival), its rate in *rr; -1 if none
+ * ran the phase. */
 static int
 fastest_rival(const engine_rec *recs, int n, int s, const char *phase, double *rr)
 {
-    int q = any_qmdb(recs, n), best = -1;
-    *rr = 0;
+    const char *names[BENCH_MAX_ENGINES];
+    double rates[BENCH_MAX_ENGINES];
     for (int i = 0; i < n; i++) {
         int found;
-        if (i == s || (q && is_qmdb(recs[i].name)))
-            continue;
-        double r = rate_of(&recs[i], phase, &found);
-        if (found && r > 0 && (best < 0 || r > *rr)) {
-            best = i;
-            *rr = r;
-        }
+        names[i] = recs[i].name;
+        rates[i] = rate_of(&recs[i], phase, &found);
+        if (!found)
+            rates[i] = 0;
     }
-    return best;
+    int b = bench_fastest_rival(names, rates, n, s);
+    *rr = b >= 0 ? rates[b] : 0;
+    return b;
 }
 
 /* The last instance of a phase (NULL if it did not run). */
@@ -330,7 +323,7 @@ timeline_dip(const phase_rec *p, dip *d)
 static void
 background_work(const engine_rec *er, const phase_rec *p, char *buf, size_t n)
 {
-    if (is_qmdb(er->name))
+    if (bench_is_qmdb(er->name))
         snprintf(buf, n, "compactions=%" PRIu64 " pruned-twigs=%" PRIu64, p->compactions,
                  p->pruned_twigs);
     else if (strncmp(er->name, "rocksdb", 7) == 0)
@@ -427,7 +420,7 @@ j_comparison(jw *w, const engine_rec *recs, int n)
             jw_obj(w, "rivals_ops_per_sec");
             for (int i = 0; i < n; i++) {
                 double r = rate_of(&recs[i], ph, &found);
-                if (i != s && found && (!any_qmdb(recs, n) || !is_qmdb(recs[i].name)))
+                if (i != s && found && (!any_qmdb(recs, n) || !bench_is_qmdb(recs[i].name)))
                     jw_dbl(w, recs[i].name, r);
             }
             jw_obj_end(w);

@@ -832,18 +832,19 @@ print_summary(const rcfg *c, const rres *rs, int n)
             fail = 1;
         }
     }
-    /* Each qmdb variant against the fastest rival (the fastest engine that is not qmdb). */
+    /* Each qmdb variant against the fastest rival by TPS (bench_fastest_rival). */
+    const char *names[BENCH_MAX_ENGINES];
+    double tps[BENCH_MAX_ENGINES];
+    for (int i = 0; i < n; i++) {
+        names[i] = rs[i].name;
+        tps[i] = rs[i].ok && rs[i].secs > 0 ? (double)rs[i].txs / rs[i].secs : 0;
+    }
     for (int s = 0; s < n; s++) {
-        if (strncmp(rs[s].name, "qmdb", 4) != 0 || !rs[s].ok || rs[s].secs <= 0)
-            continue;
-        int b = -1;
-        for (int i = 0; i < n; i++)
-            if (strncmp(rs[i].name, "qmdb", 4) != 0 && rs[i].ok && rs[i].secs > 0 &&
-                (b < 0 || (double)rs[i].txs / rs[i].secs > (double)rs[b].txs / rs[b].secs))
-                b = i;
+        int b =
+            bench_is_qmdb(rs[s].name) && tps[s] > 0 ? bench_fastest_rival(names, tps, n, s) : -1;
         if (b >= 0)
-            printf("%s / fastest rival: %.2fx vs %s (TPS)\n", rs[s].name,
-                   ((double)rs[s].txs / rs[s].secs) / ((double)rs[b].txs / rs[b].secs), rs[b].name);
+            printf("%s / fastest rival: %.2fx vs %s (TPS)\n", rs[s].name, tps[s] / tps[b],
+                   rs[b].name);
     }
     return fail;
 }

@@ -579,25 +579,23 @@ dist_name(ycsb_dist d)
     return d == YD_ZIPFIAN ? "zipfian" : d == YD_LATEST ? "latest" : "uniform";
 }
 
-/* The fastest rival of qmdb variant s by median ops/s: the fastest engine that ran and is
- * not a qmdb variant (BENCHMARKS.md: every cell against whichever rival is fastest in it).
- * -1 if none. */
+/* The fastest rival of qmdb variant s by median ops/s (bench_fastest_rival), -1 if none. */
 static int
 y_fastest_rival(const eng_res *er, int n, int s)
 {
-    int best = -1;
-    for (int i = 0; i < n; i++)
-        if (i != s && strncmp(er[i].name, "qmdb", 4) != 0 && er[i].applicable && er[i].n_runs &&
-            er[i].m_rate > 0 && (best < 0 || er[i].m_rate > er[best].m_rate))
-            best = i;
-    return best;
+    const char *names[BENCH_MAX_ENGINES];
+    double rates[BENCH_MAX_ENGINES];
+    for (int i = 0; i < n; i++) {
+        names[i] = er[i].name;
+        rates[i] = er[i].applicable && er[i].n_runs ? er[i].m_rate : 0;
+    }
+    return bench_fastest_rival(names, rates, n, s);
 }
 
 static int
 y_scored(const eng_res *er, int s)
 {
-    return strncmp(er[s].name, "qmdb", 4) == 0 && er[s].applicable && er[s].n_runs &&
-           er[s].m_rate > 0;
+    return bench_is_qmdb(er[s].name) && er[s].applicable && er[s].n_runs && er[s].m_rate > 0;
 }
 
 static void
