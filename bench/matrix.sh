@@ -18,7 +18,7 @@
 # square) and OUT/matrix-ops.png (ops/s per engine per phase, one panel per cell).
 #
 # Sizes (entries, ops per block) per value size, chosen so that every cell's data is a few
-# times the cap (default 64 MiB) and the large values keep a block at a few MiB:
+# times the cap (default 128 MiB) and the large values keep a block at a few MiB:
 #   full:   8 B and 32 B: 1,000,000 entries, 10,000 ops/block; 1 KiB: 200,000, 2,000;
 #           64 KiB: 4,000, 100; 10 blocks per update/read/txmix phase, 5 per insert/delete.
 #   --tiny: 20,000 / 2,000; 20,000 / 2,000; 4,000 / 400; 400 / 40; 5 and 2 blocks. The cap is
@@ -34,7 +34,7 @@ out=matrix-results
 db=/tmp/qmdb-matrix
 engines=qmdb,rocksdb,rocksdb-default,rocksdb-blob,lmdb,mpt
 sizes="8 32 1024 65536"
-cap=64M
+cap=128M
 tiny=0
 plot=1
 drop=--drop-caches
