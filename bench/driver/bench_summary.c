@@ -272,7 +272,8 @@ fits_in_cache(const bench_cfg *c, const engine_rec *recs, int n, uint64_t *large
         for (size_t k = 0; k < recs[i].n_phases; k++)
             if (recs[i].phases[k].ssd > *largest)
                 *largest = recs[i].phases[k].ssd;
-    *room = bench_memcap.active && c->mem_cap
+    /* The group is released before the summary: what counts is that the cap was applied. */
+    *room = (bench_memcap.active || bench_memcap.limit) && c->mem_cap
                 ? c->mem_cap
                 : (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
     return n > 0 && *largest < *room;
@@ -390,7 +391,8 @@ bench_summary_print(const bench_cfg *c, const engine_rec *recs, int n)
         printf("\nwarning: the largest database (%.1f MiB on disk) fits in the page cache (%s of "
                "%.1f MiB): reads are served from memory, not the device. Use --mem-cap well "
                "below the data size for the beyond-DRAM regime.\n",
-               (double)largest / 1048576.0, bench_memcap.active ? "the memory cap" : "RAM",
+               (double)largest / 1048576.0,
+               (bench_memcap.active || bench_memcap.limit) && c->mem_cap ? "the memory cap" : "RAM",
                (double)room / 1048576.0);
 }
 
