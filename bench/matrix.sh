@@ -21,6 +21,8 @@
 # times the cap (default 128 MiB) and the large values keep a block at a few MiB:
 #   full:   8 B and 32 B: 1,000,000 entries, 10,000 ops/block; 1 KiB: 200,000, 2,000;
 #           64 KiB: 4,000, 100; 10 blocks per update/read/txmix phase, 5 per insert/delete.
+#   The cap is 128 MiB: at 64 MiB every RocksDB variant was OOM-killed during the populate
+#   of the 8 B cell (memtables, block cache and the dirty pages of its flushes).
 #   --tiny: 20,000 / 2,000; 20,000 / 2,000; 4,000 / 400; 400 / 40; 5 and 2 blocks. The cap is
 #           then above the data: it checks the mechanics in a few minutes, not the regime.
 # The capped cells need root (the cgroup); qmdb-bench warns and runs uncapped otherwise, and
