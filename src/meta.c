@@ -241,6 +241,15 @@ qm_roots_decode(u64 height, const u8 rec[QM_ROOTS_REC], u8 root[32])
     return 0;
 }
 
+bool
+qm_roots_unheld(const u8 rec[QM_ROOTS_REC])
+{
+    for (unsigned i = 0; i < QM_ROOTS_REC; i++)
+        if (rec[i] != 0)
+            return false;
+    return true;
+}
+
 int
 qm_roots_read(int fd, const char *dir, u64 height, u8 root[32], qm_err *err)
 {
@@ -250,6 +259,16 @@ qm_roots_read(int fd, const char *dir, u64 height, u8 root[32], qm_err *err)
     if (rc)
         return qm_err_set(err, rc, "%s/ROOTS: read of height %llu at offset %llu: %s", dir,
                           (unsigned long long)height, (unsigned long long)off, qmdb_strerror(rc));
+    if (qm_roots_decode(height, rec, root) && qm_roots_unheld(rec)) {
+        /* A database restored from a snapshot of height B holds no roots below B: those
+         * records, record 0 among them, are all zero (docs/SYNC.md). */
+        u8 r0[QM_ROOTS_REC];
+        if (height == 0 || (qm_io_pread_full(fd, r0, sizeof(r0), 0) == 0 && qm_roots_unheld(r0)))
+            return qm_err_set(err, QMDB_PRUNED,
+                              "%s/ROOTS: height %llu lies below the snapshot this database was "
+                              "restored from",
+                              dir, (unsigned long long)height);
+    }
     if (qm_roots_decode(height, rec, root))
         return QM_CORRUPT(err,
                           "%s/ROOTS: the record of height %llu at offset %llu fails its "
