@@ -525,7 +525,6 @@ typedef struct qmdb_chunk_info {
     uint64_t sn_start;   /**< the shard's compaction cursor (see docs/SYNC.md on its trust) */
     uint64_t first_full; /**< twigs below carry only their left roots */
     uint64_t twig_begin, twig_end; /**< the chunk's twigs [twig_begin, twig_end) */
-    uint64_t log_offset;           /**< where the first carried entry goes in the entry log */
     uint64_t log_bytes;            /**< stored bytes of the carried entries */
     uint64_t entries;              /**< entries carried */
     uint64_t live;                 /**< ActiveBits set in the carried twigs */

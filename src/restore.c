@@ -274,7 +274,7 @@ rs_seg_write(rs_seg *w, u64 off, const void *data, size_t len)
 typedef struct rs_chunk {
     const qm_mchunk *mc;
     unsigned shard;
-    u64 next_sn, sn_start, F, t0, t1, log_off;
+    u64 next_sn, sn_start, F, t0, t1;
     u8 sroots[16][32];
 } rs_chunk;
 
@@ -324,8 +324,6 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
 {
     const rs_chunk *k0 = &ks[0];
     u64 y = k0->next_sn >> QM_TWIG_SHIFT, F = k0->F, expect = 0;
-    u64 head = 0;
-    bool have_head = false;
     for (u64 i = 0; i < n; i++) {
         const rs_chunk *k = &ks[i];
         if (k->next_sn != k0->next_sn || k->sn_start != k0->sn_start || k->F != F)
@@ -335,12 +333,8 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
         if (k->t0 != expect)
             return rs_bad(c, k, "chunks of the shard overlap or leave a gap");
         expect = k->t1;
-        if (k->t1 > F && !have_head) {
-            head = k->log_off;
-            have_head = true;
-        }
     }
-    if (expect != y + 1 || !have_head)
+    if (expect != y + 1)
         return qm_err_set(&c->err, QMDB_BAD_PROOF,
                           "shard %u: the chunks do not reach the youngest twig", s);
     char name[64];
@@ -351,7 +345,8 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
     rs_seg_init(&twg, c->newdir, name, c->man.twig_seg);
     snprintf(name, sizeof(name), "s%02x.tmeta", s);
     rs_seg_init(&tm, c->newdir, name, 1ull << 30);
-    u64 pos = head, live = 0, sn_start_pos = head, sn_start = k0->sn_start;
+    /* The entry log starts at offset 0: offsets are not part of any root. */
+    u64 head = 0, pos = head, live = 0, sn_start_pos = head, sn_start = k0->sn_start;
     int rc = 0;
     u8 *p = NULL;
     for (u64 i = 0; i < n; i++) {
@@ -362,10 +357,6 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
         free(p);
         p = NULL;
         QM_TRY(rs_read_file(path, &p, &len));
-        if (k->t1 > F && k->log_off != pos) {
-            rc = rs_bad(c, k, "chunk's log offset does not follow the previous chunk's entries");
-            goto out;
-        }
         size_t off = rs_records_off(k);
         for (u64 t = k->t0; t < k->t1; t++) {
             u8 rec[QM_TMETA_REC];
@@ -476,7 +467,6 @@ rs_build(rs_ctx *c)
         k->F = qm_get_u64le(h + 32);
         k->t0 = qm_get_u64le(h + 40);
         k->t1 = qm_get_u64le(h + 48);
-        k->log_off = qm_get_u64le(h + 56);
         memcpy(k->sroots, h + QM_SNAP_OFF_ROOTS, sizeof(k->sroots));
     }
     qsort(ks, n, sizeof(*ks), rs_chunk_cmp);

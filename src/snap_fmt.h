@@ -17,7 +17,7 @@
  *                  their entries are dead); twigs F.. as ActiveBits and every entry
  *   40      8      twig_begin t0
  *   48      8      twig_end t1 (exclusive; t0 < t1 <= youngest + 1, youngest = next_sn >> 11)
- *   56      8      log offset where the first carried entry (of twig max(t0, F)) is placed
+ *   56      8      zero (reserved; the importer lays the entry log out itself)
  *   64      16x32  the 16 shard roots at H (they hash to the state root, FORMAT.md §5)
  *   576     32*P   upper-tree range proof: per level L = 12 .. max_level-1 (max_level =
  *                  13 + floor(log2(youngest))), with [a, b) the range's node indices at L

@@ -158,7 +158,6 @@ qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[32], uint
         WHY("reserved header bytes are not zero");
     u64 h = qm_get_u64le(p + 8), next_sn = qm_get_u64le(p + 16), sn_start = qm_get_u64le(p + 24);
     u64 F = qm_get_u64le(p + 32), t0 = qm_get_u64le(p + 40), t1 = qm_get_u64le(p + 48);
-    u64 log_off = qm_get_u64le(p + 56);
     if (h != height)
         WHY("chunk is for a different height");
     if (next_sn < 2ull * QM_TWIG_LEAVES || (next_sn >> QM_TWIG_SHIFT) >= (1ull << 50))
@@ -170,8 +169,8 @@ qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[32], uint
         WHY("first full twig lies past the youngest twig");
     if (t0 >= t1 || t1 > y + 1)
         WHY("twig range is empty or past the youngest twig");
-    if ((log_off & 7) != 0 || (t1 <= F && log_off != 0))
-        WHY("log offset is not canonical");
+    if (qm_get_u64le(p + 56) != 0)
+        WHY("reserved header bytes are not zero");
 
     /* The 16 shard roots -> the state root (FORMAT.md §5). */
     const u8 *sroots = p + QM_SNAP_OFF_ROOTS;
@@ -276,7 +275,6 @@ qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[32], uint
         info->first_full = F;
         info->twig_begin = t0;
         info->twig_end = t1;
-        info->log_offset = log_off;
         info->log_bytes = log_bytes;
         info->entries = entries;
         info->live = live;

@@ -55,7 +55,7 @@ sx_first_full(const qm_tree *t)
 
 /* Header, shard roots and range proof of twigs [t0, t1). */
 static int
-sx_head(sx_buf *b, const qm_snap_ctx *c, const qm_shard *s, u64 F, u64 t0, u64 t1, u64 log_off)
+sx_head(sx_buf *b, const qm_snap_ctx *c, const qm_shard *s, u64 F, u64 t0, u64 t1)
 {
     const qm_tree *t = &s->tree;
     u8 h[64] = {0};
@@ -68,7 +68,6 @@ sx_head(sx_buf *b, const qm_snap_ctx *c, const qm_shard *s, u64 F, u64 t0, u64 t
     qm_put_u64le(h + 32, F);
     qm_put_u64le(h + 40, t0);
     qm_put_u64le(h + 48, t1);
-    qm_put_u64le(h + 56, log_off);
     QM_RET(sx_put(b, h, sizeof(h)));
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
         QM_RET(sx_put(b, c->shards[i].tree.root, 32));
@@ -88,7 +87,7 @@ sx_head(sx_buf *b, const qm_snap_ctx *c, const qm_shard *s, u64 F, u64 t0, u64 t
 static int
 sx_prefix(sx_buf *b, const qm_snap_ctx *c, qm_shard *s, u64 F)
 {
-    QM_RET(sx_head(b, c, s, F, 0, F, 0));
+    QM_RET(sx_head(b, c, s, F, 0, F));
     u8 rec[QM_TMETA_REC];
     for (u64 id = 0; id < F; id++) {
         if (id >= s->tree.first_twig) {
@@ -112,8 +111,9 @@ sx_full(sx_buf *b, const qm_snap_ctx *c, qm_shard *s, qm_scan *sc, u64 F, u64 t0
 {
     const qm_tree *t = &s->tree;
     u64 y = t->next_sn >> QM_TWIG_SHIFT;
-    u64 pos = qm_tree_first_pos(t, t0);
-    QM_RET(sx_head(b, c, s, F, t0, t1, pos));
+    u64 pos =
+        t0 == y && (t->next_sn & QM_TWIG_MASK) == 0 ? s->entries.size : qm_tree_first_pos(t, t0);
+    QM_RET(sx_head(b, c, s, F, t0, t1));
     static const u8 zero[QM_ACTIVE_BYTES];
     for (u64 id = t0; id < t1; id++) {
         const qm_twig *tw = qm_tree_twig(t, id);
