@@ -520,11 +520,13 @@ typedef struct qmdb_chunk_info {
     size_t struct_size; /**< in: sizeof(qmdb_chunk_info) (QMDB_CHUNK_INFO_INIT) */
     uint32_t format_version;
     unsigned shard;
+    int tail; /**< 1: the chunk holds the shard's youngest twig */
     uint64_t height;
-    uint64_t next_sn;    /**< the shard's next serial number at the height */
-    uint64_t sn_start;   /**< the shard's compaction cursor (see docs/SYNC.md on its trust) */
-    uint64_t first_full; /**< twigs below carry only their left roots */
+    uint64_t next_sn;              /**< tail: the shard's next serial number; else 0 */
+    uint64_t sn_start;             /**< tail: the compaction cursor (docs/SYNC.md on its
+                                        trust); else 0 */
     uint64_t twig_begin, twig_end; /**< the chunk's twigs [twig_begin, twig_end) */
+    uint64_t summaries;            /**< twigs carried as their left root only (no entries) */
     uint64_t log_bytes;            /**< stored bytes of the carried entries */
     uint64_t entries;              /**< entries carried */
     uint64_t live;                 /**< ActiveBits set in the carried twigs */

@@ -274,7 +274,9 @@ rs_seg_write(rs_seg *w, u64 off, const void *data, size_t len)
 typedef struct rs_chunk {
     const qm_mchunk *mc;
     unsigned shard;
-    u64 next_sn, sn_start, F, t0, t1;
+    bool tail;
+    unsigned U;
+    u64 next_sn, sn_start, t0, t1;
     u8 sroots[16][32];
 } rs_chunk;
 
@@ -287,9 +289,14 @@ rs_chunk_cmp(const void *a, const void *b)
     return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
 }
 
+/* A kept chunk that the build cannot use: it is dropped from newdir/restore/ (the next call
+ * fetches it again) and named. */
 static int
 rs_bad(rs_ctx *c, const rs_chunk *k, const char *why)
 {
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/restore/%s", c->newdir, k->mc->name);
+    (void)unlink(path);
     rs_report(c, k->mc->name, QMDB_BAD_PROOF, why);
     return qm_err_set(&c->err, QMDB_BAD_PROOF, "%s: %s", k->mc->name, why);
 }
@@ -298,45 +305,52 @@ rs_bad(rs_ctx *c, const rs_chunk *k, const char *why)
 static size_t
 rs_records_off(const rs_chunk *k)
 {
-    u64 y = k->next_sn >> QM_TWIG_SHIFT, a = k->t0, b = k->t1;
-    unsigned top = 13u + (unsigned)(63 - __builtin_clzll(y));
+    u64 a = k->t0, b = k->t1;
     size_t off = QM_SNAP_HDR;
-    for (unsigned L = 12; L < top; L++) {
-        if (a & 1)
-            off += 32;
-        if ((b & 1) && (b << (L - 12)) <= y)
-            off += 32;
+    for (unsigned L = 12; L < 12 + k->U; L++) {
+        off += 32 * (size_t)((a & 1) + (b & 1));
         a >>= 1;
         b = (b + 1) >> 1;
     }
     return off;
 }
 
-typedef struct rs_shard_out {
-    qm_shard_meta m;
-    u64 pos; /* next log offset */
-} rs_shard_out;
+/* Checks that the chunks ks[0..n) of shard s (sorted by t0) tile twigs 0..youngest, with
+ * exactly one tail (which fixes next_sn and the cursor). Blames the chunk that breaks it. */
+static int
+rs_tiling(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, const rs_chunk **tail)
+{
+    *tail = NULL;
+    for (u64 i = 0; i < n; i++)
+        if (ks[i].tail) {
+            if (*tail)
+                return rs_bad(c, &ks[i], "a second tail chunk for the shard");
+            *tail = &ks[i];
+        }
+    if (!*tail)
+        return qm_err_set(&c->err, QMDB_BAD_PROOF, "shard %u: no chunk holds the youngest twig", s);
+    u64 expect = 0;
+    for (u64 i = 0; i < n; i++) {
+        if (ks[i].t0 != expect)
+            return rs_bad(c, &ks[i], "chunks of the shard overlap or leave a gap");
+        if (ks[i].t1 > (*tail)->t1)
+            return rs_bad(c, &ks[i], "chunk reaches past the shard's youngest twig");
+        expect = ks[i].t1;
+    }
+    return expect == (*tail)->t1
+               ? 0
+               : qm_err_set(&c->err, QMDB_BAD_PROOF,
+                            "shard %u: the chunks do not reach the youngest twig", s);
+}
 
 /* Writes the files of one shard from its chunks ks[0..n) (sorted by t0). */
 static int
 rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *twigrec,
-               rs_shard_out *o)
+               qm_shard_meta *out)
 {
-    const rs_chunk *k0 = &ks[0];
-    u64 y = k0->next_sn >> QM_TWIG_SHIFT, F = k0->F, expect = 0;
-    for (u64 i = 0; i < n; i++) {
-        const rs_chunk *k = &ks[i];
-        if (k->next_sn != k0->next_sn || k->sn_start != k0->sn_start || k->F != F)
-            return rs_bad(c, k,
-                          "chunk disagrees with the shard's other chunks on next_sn, the "
-                          "compaction cursor or the first full twig");
-        if (k->t0 != expect)
-            return rs_bad(c, k, "chunks of the shard overlap or leave a gap");
-        expect = k->t1;
-    }
-    if (expect != y + 1)
-        return qm_err_set(&c->err, QMDB_BAD_PROOF,
-                          "shard %u: the chunks do not reach the youngest twig", s);
+    const rs_chunk *tk;
+    QM_RET(rs_tiling(c, s, ks, n, &tk));
+    u64 next_sn = tk->next_sn, y = next_sn >> QM_TWIG_SHIFT, sn_start = tk->sn_start;
     char name[64];
     rs_seg ent, twg, tm;
     snprintf(name, sizeof(name), "s%02x.entries", s);
@@ -346,7 +360,7 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
     snprintf(name, sizeof(name), "s%02x.tmeta", s);
     rs_seg_init(&tm, c->newdir, name, 1ull << 30);
     /* The entry log starts at offset 0: offsets are not part of any root. */
-    u64 head = 0, pos = head, live = 0, sn_start_pos = head, sn_start = k0->sn_start;
+    u64 pos = 0, live = 0, sn_start_pos = 0, F = UINT64_MAX;
     int rc = 0;
     u8 *p = NULL;
     for (u64 i = 0; i < n; i++) {
@@ -360,30 +374,43 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
         size_t off = rs_records_off(k);
         for (u64 t = k->t0; t < k->t1; t++) {
             u8 rec[QM_TMETA_REC];
-            if (t < F) {
-                qm_tmeta_encode(rec, t, p + off, head);
+            if (p[off++] == QM_SNAP_SUMMARY) {
+                /* Summaries (all entries dead) only before the first full twig: they become
+                 * the pruned prefix. */
+                if (F != UINT64_MAX || t == y) {
+                    rc = rs_bad(c, k, "a twig without entries after one with entries");
+                    goto out;
+                }
+                qm_tmeta_encode(rec, t, p + off, 0);
                 QM_TRY(rs_seg_write(&tm, t * QM_TMETA_REC, rec, sizeof(rec)));
                 off += 32;
                 continue;
             }
+            if (F == UINT64_MAX)
+                F = t;
             const u8 *bits = p + off;
             off += QM_ACTIVE_BYTES;
-            for (unsigned b = 0; b < QM_ACTIVE_BYTES; b++)
-                live += (unsigned)__builtin_popcount(bits[b]);
-            unsigned cnt = t < y ? QM_TWIG_LEAVES : (unsigned)(k->next_sn & QM_TWIG_MASK);
+            unsigned cnt = t < y ? QM_TWIG_LEAVES : (unsigned)(next_sn & QM_TWIG_MASK);
             u64 first = pos;
             qm_left_tree_null(nodes);
             for (unsigned e = 0; e < cnt; e++) {
+                u64 sn = (t << QM_TWIG_SHIFT) + e;
+                if (((bits[e >> 3] >> (e & 7)) & 1) && sn < sn_start) {
+                    rc = rs_bad(c, tk, "live entry below the tail's compaction cursor");
+                    goto out;
+                }
                 const u8 *q = p + off;
                 u32 kl = q[0], vl = (u32)q[1] | ((u32)q[2] << 8) | ((u32)q[3] << 16), nd = q[4];
                 u32 slen = qm_entry_stored_len(kl, vl, nd);
                 qm_sha256(q, qm_entry_payload_len(kl, vl, nd), nodes[QM_TWIG_LEAVES + e]);
-                if ((t << QM_TWIG_SHIFT) + e == sn_start)
+                if (sn == sn_start)
                     sn_start_pos = pos;
                 QM_TRY(rs_seg_write(&ent, pos, q, slen));
                 pos += slen;
                 off += slen;
             }
+            for (unsigned b = 0; b < QM_ACTIVE_BYTES; b++)
+                live += (unsigned)__builtin_popcount(bits[b]);
             if (t < y) {
                 qm_left_tree_update(nodes, 0, QM_TWIG_LEAVES);
                 qm_twigrec_encode(twigrec, t, (const u8(*)[32])nodes);
@@ -393,18 +420,18 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
             }
         }
     }
-    if (sn_start >= k0->next_sn)
+    if (sn_start >= next_sn)
         sn_start_pos = pos;
     else if (sn_start < (F << QM_TWIG_SHIFT))
-        sn_start_pos = head;
-    o->m = (qm_shard_meta){.next_sn = k0->next_sn,
+        sn_start_pos = 0; /* in the pruned prefix: the cursor starts at the head */
+    *out = (qm_shard_meta){.next_sn = next_sn,
                            .sn_start = sn_start,
                            .sn_start_pos = sn_start_pos,
                            .live = live,
                            .entry_size = pos,
-                           .entry_head = head,
+                           .entry_head = 0,
                            .first_twig = F};
-    memcpy(o->m.root, k0->sroots[s], 32);
+    memcpy(out->root, tk->sroots[s], 32);
     c->st.live += live;
 out:
     free(p);
@@ -462,11 +489,12 @@ rs_build(rs_ctx *c)
         rs_chunk *k = &ks[i];
         k->mc = &c->man.chunks[i];
         k->shard = h[5];
-        k->next_sn = qm_get_u64le(h + 16);
-        k->sn_start = qm_get_u64le(h + 24);
-        k->F = qm_get_u64le(h + 32);
-        k->t0 = qm_get_u64le(h + 40);
-        k->t1 = qm_get_u64le(h + 48);
+        k->tail = h[6] & QM_SNAP_TAIL;
+        k->U = h[7];
+        k->t0 = qm_get_u64le(h + 16);
+        k->t1 = qm_get_u64le(h + 24);
+        k->next_sn = qm_get_u64le(h + 32);
+        k->sn_start = qm_get_u64le(h + 40);
         memcpy(k->sroots, h + QM_SNAP_OFF_ROOTS, sizeof(k->sroots));
     }
     qsort(ks, n, sizeof(*ks), rs_chunk_cmp);
@@ -490,9 +518,7 @@ rs_build(rs_ctx *c)
             rc = qm_err_set(&c->err, QMDB_BAD_PROOF, "shard %u: no chunk in the snapshot", s);
             goto out;
         }
-        rs_shard_out o;
-        QM_TRY(rs_build_shard(c, s, ks + i, j - i, nodes, twigrec, &o));
-        m.shard[s] = o.m;
+        QM_TRY(rs_build_shard(c, s, ks + i, j - i, nodes, twigrec, &m.shard[s]));
         i = j;
     }
     rs_fsync_dir(c->newdir);

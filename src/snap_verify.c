@@ -90,7 +90,7 @@ sv_null_left(const void *arg, unsigned L)
     return qm_null_left(L);
 }
 
-/* The upper tree's right siblings, from the range proof or null. */
+/* The upper tree's right siblings, from the range proof. */
 typedef struct sv_right {
     const u8 *node[QM_MAX_LEVEL];
 } sv_right;
@@ -99,7 +99,7 @@ static const u8 *
 sv_upper_right(const void *arg, unsigned L)
 {
     const sv_right *r = arg;
-    return r->node[L] ? r->node[L] : qm_null_node(L);
+    return r->node[L] ? r->node[L] : qm_null_node(L); /* (always carried when needed) */
 }
 
 static unsigned
@@ -151,26 +151,37 @@ qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[32], uint
         WHY("bad magic (not a qmdb snapshot chunk)");
     if (p[4] != QM_SNAP_VERSION)
         WHY("unsupported chunk format version");
-    unsigned shard = p[5];
+    unsigned shard = p[5], flags = p[6], U = p[7];
     if (shard >= QM_SHARD_COUNT)
         WHY("shard index out of range");
-    if (p[6] != 0 || p[7] != 0)
-        WHY("reserved header bytes are not zero");
-    u64 h = qm_get_u64le(p + 8), next_sn = qm_get_u64le(p + 16), sn_start = qm_get_u64le(p + 24);
-    u64 F = qm_get_u64le(p + 32), t0 = qm_get_u64le(p + 40), t1 = qm_get_u64le(p + 48);
+    if ((flags & ~QM_SNAP_TAIL) != 0)
+        WHY("unknown chunk flags");
+    for (unsigned i = 48; i < 64; i++)
+        if (p[i] != 0)
+            WHY("reserved header bytes are not zero");
+    bool tail = flags & QM_SNAP_TAIL;
+    u64 h = qm_get_u64le(p + 8), t0 = qm_get_u64le(p + 16), t1 = qm_get_u64le(p + 24);
+    u64 next_sn = qm_get_u64le(p + 32), sn_start = qm_get_u64le(p + 40);
     if (h != height)
         WHY("chunk is for a different height");
-    if (next_sn < 2ull * QM_TWIG_LEAVES || (next_sn >> QM_TWIG_SHIFT) >= (1ull << 50))
-        WHY("next serial number out of range");
-    u64 y = next_sn >> QM_TWIG_SHIFT;
-    if (sn_start > next_sn)
-        WHY("compaction cursor lies past the next serial number");
-    if (F > y)
-        WHY("first full twig lies past the youngest twig");
-    if (t0 >= t1 || t1 > y + 1)
-        WHY("twig range is empty or past the youngest twig");
-    if (qm_get_u64le(p + 56) != 0)
-        WHY("reserved header bytes are not zero");
+    if (U < 1 || U > 51)
+        WHY("upper-tree depth out of range");
+    u64 y = UINT64_MAX; /* the youngest twig (tail only) */
+    if (tail) {
+        if (next_sn < 2ull * QM_TWIG_LEAVES || (next_sn >> QM_TWIG_SHIFT) >= (1ull << 51))
+            WHY("next serial number out of range");
+        y = next_sn >> QM_TWIG_SHIFT;
+        if (U != 1u + (unsigned)(63 - __builtin_clzll(y)))
+            WHY("upper-tree depth does not match the next serial number");
+        if (t1 != y + 1)
+            WHY("tail chunk does not end with the youngest twig");
+        if (sn_start > next_sn)
+            WHY("compaction cursor lies past the next serial number");
+    } else if (next_sn != 0 || sn_start != 0) {
+        WHY("only the tail chunk states next_sn and the compaction cursor");
+    }
+    if (t0 >= t1 || t1 > (1ull << U))
+        WHY("twig range is empty or outside the shard tree");
 
     /* The 16 shard roots -> the state root (FORMAT.md §5). */
     const u8 *sroots = p + QM_SNAP_OFF_ROOTS;
@@ -184,7 +195,7 @@ qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[32], uint
         WHY("shard roots do not hash to the trusted state root");
 
     /* The range proof: where each level's siblings are. */
-    unsigned top = 13u + (unsigned)(63 - __builtin_clzll(y));
+    unsigned top = 12u + U;
     sv_fold upf, *up = &upf;
     memset(up, 0, sizeof(*up));
     up->top = top;
@@ -199,7 +210,7 @@ qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[32], uint
             up->left[L] = p + off;
             off += 32;
         }
-        if ((b & 1) && (b << (L - 12)) <= y) {
+        if (b & 1) {
             if (len - off < 32)
                 WHY("truncated range proof");
             rs.node[L] = p + off;
@@ -210,28 +221,33 @@ qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[32], uint
     }
 
     /* Twig records. */
-    u64 entries = 0, live = 0, log_bytes = 0;
+    u64 entries = 0, live = 0, log_bytes = 0, summaries = 0;
     sv_fold lf;
     for (u64 t = t0; t < t1; t++) {
         u8 left_root[32], troot[32];
-        if (t < F) {
+        if (len - off < 1)
+            WHY("truncated twig record");
+        u8 kind = p[off++];
+        if (kind == QM_SNAP_SUMMARY) {
             if (len - off < 32)
                 WHY("truncated left root");
             memcpy(left_root, p + off, 32);
             off += 32;
             qm_twig_root(left_root, NULL, troot);
-        } else {
+            summaries++;
+        } else if (kind == QM_SNAP_FULL) {
             if (len - off < QM_ACTIVE_BYTES)
                 WHY("truncated ActiveBits");
             const u8 *bits = p + off;
             off += QM_ACTIVE_BYTES;
             u64 base = t << QM_TWIG_SHIFT;
-            unsigned cnt = t < y ? QM_TWIG_LEAVES : (unsigned)(next_sn & QM_TWIG_MASK);
+            unsigned cnt = t == y ? (unsigned)(next_sn & QM_TWIG_MASK) : QM_TWIG_LEAVES;
             for (unsigned i = 0; i < QM_TWIG_LEAVES; i++) {
                 bool on = (bits[i >> 3] >> (i & 7)) & 1;
-                if (on && (i >= cnt || base + i < sn_start))
-                    WHY(i >= cnt ? "active bit set past the youngest entry"
-                                 : "active bit set below the compaction cursor");
+                if (on && i >= cnt)
+                    WHY("active bit set past the youngest entry");
+                if (on && tail && base + i < sn_start)
+                    WHY("active bit set below the compaction cursor");
             }
             live += sv_popcount(bits, QM_ACTIVE_BYTES);
             memset(&lf, 0, sizeof(lf));
@@ -253,6 +269,8 @@ qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[32], uint
             else
                 memcpy(left_root, lf.root, 32);
             qm_twig_root(left_root, bits, troot);
+        } else {
+            WHY("unknown twig record kind");
         }
         if (!sv_push(up, 12, t, troot))
             WHY("range proof lacks a left sibling");
@@ -269,12 +287,13 @@ qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[32], uint
         info->struct_size = sizeof(*info);
         info->format_version = p[4];
         info->shard = shard;
+        info->tail = tail;
         info->height = h;
         info->next_sn = next_sn;
         info->sn_start = sn_start;
-        info->first_full = F;
         info->twig_begin = t0;
         info->twig_end = t1;
+        info->summaries = summaries;
         info->log_bytes = log_bytes;
         info->entries = entries;
         info->live = live;

@@ -55,27 +55,30 @@ sx_first_full(const qm_tree *t)
 
 /* Header, shard roots and range proof of twigs [t0, t1). */
 static int
-sx_head(sx_buf *b, const qm_snap_ctx *c, const qm_shard *s, u64 F, u64 t0, u64 t1)
+sx_head(sx_buf *b, const qm_snap_ctx *c, const qm_shard *s, u64 t0, u64 t1)
 {
     const qm_tree *t = &s->tree;
+    u64 y = t->next_sn >> QM_TWIG_SHIFT;
+    bool tail = t1 == y + 1;
     u8 h[64] = {0};
     memcpy(h, QM_SNAP_MAGIC, 4);
     h[4] = QM_SNAP_VERSION;
     h[5] = (u8)s->id;
+    h[6] = tail ? QM_SNAP_TAIL : 0;
+    h[7] = (u8)(t->max_level - 12);
     qm_put_u64le(h + 8, c->height);
-    qm_put_u64le(h + 16, t->next_sn);
-    qm_put_u64le(h + 24, s->sn_start);
-    qm_put_u64le(h + 32, F);
-    qm_put_u64le(h + 40, t0);
-    qm_put_u64le(h + 48, t1);
+    qm_put_u64le(h + 16, t0);
+    qm_put_u64le(h + 24, t1);
+    qm_put_u64le(h + 32, tail ? t->next_sn : 0);
+    qm_put_u64le(h + 40, tail ? s->sn_start : 0);
     QM_RET(sx_put(b, h, sizeof(h)));
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
         QM_RET(sx_put(b, c->shards[i].tree.root, 32));
-    u64 y = t->next_sn >> QM_TWIG_SHIFT, a = t0, e = t1;
+    u64 a = t0, e = t1;
     for (unsigned L = 12; L < t->max_level; L++) {
         if (a & 1)
             QM_RET(sx_put(b, qm_tree_node(t, L, a - 1), 32));
-        if ((e & 1) && (e << (L - 12)) <= y)
+        if (e & 1)
             QM_RET(sx_put(b, qm_tree_node(t, L, e), 32));
         a >>= 1;
         e = (e + 1) >> 1;
@@ -83,13 +86,14 @@ sx_head(sx_buf *b, const qm_snap_ctx *c, const qm_shard *s, u64 F, u64 t0, u64 t
     return 0;
 }
 
-/* The chunk of the dead prefix [0, F): left roots only. */
+/* The chunk of the dead prefix [0, F): summaries (left roots) only. */
 static int
 sx_prefix(sx_buf *b, const qm_snap_ctx *c, qm_shard *s, u64 F)
 {
-    QM_RET(sx_head(b, c, s, F, 0, F));
-    u8 rec[QM_TMETA_REC];
+    QM_RET(sx_head(b, c, s, 0, F));
+    u8 rec[QM_TMETA_REC], kind = QM_SNAP_SUMMARY;
     for (u64 id = 0; id < F; id++) {
+        QM_RET(sx_put(b, &kind, 1));
         if (id >= s->tree.first_twig) {
             QM_RET(sx_put(b, qm_tree_twig(&s->tree, id)->left_root, 32));
             continue;
@@ -107,16 +111,18 @@ sx_prefix(sx_buf *b, const qm_snap_ctx *c, qm_shard *s, u64 F)
 
 /* A chunk of full twigs [t0, t1), t0 >= F. */
 static int
-sx_full(sx_buf *b, const qm_snap_ctx *c, qm_shard *s, qm_scan *sc, u64 F, u64 t0, u64 t1)
+sx_full(sx_buf *b, const qm_snap_ctx *c, qm_shard *s, qm_scan *sc, u64 t0, u64 t1)
 {
     const qm_tree *t = &s->tree;
     u64 y = t->next_sn >> QM_TWIG_SHIFT;
     u64 pos =
         t0 == y && (t->next_sn & QM_TWIG_MASK) == 0 ? s->entries.size : qm_tree_first_pos(t, t0);
-    QM_RET(sx_head(b, c, s, F, t0, t1));
+    QM_RET(sx_head(b, c, s, t0, t1));
     static const u8 zero[QM_ACTIVE_BYTES];
+    u8 kind = QM_SNAP_FULL;
     for (u64 id = t0; id < t1; id++) {
         const qm_twig *tw = qm_tree_twig(t, id);
+        QM_RET(sx_put(b, &kind, 1));
         QM_RET(sx_put(b, tw->active ? tw->active : zero, QM_ACTIVE_BYTES));
         u64 cnt = id < y ? QM_TWIG_LEAVES : (t->next_sn & QM_TWIG_MASK);
         for (u64 i = 0; i < cnt; i++) {
@@ -151,7 +157,7 @@ qm_snap_export(const qm_snap_ctx *c, u64 twigs_per_chunk, qm_snap_sink sink, voi
         for (u64 t0 = F; t0 <= y; t0 += twigs_per_chunk) {
             u64 t1 = QM_MIN(y + 1, t0 + twigs_per_chunk);
             b.len = 0;
-            QM_TRY(sx_full(&b, c, s, &sc, F, t0, t1));
+            QM_TRY(sx_full(&b, c, s, &sc, t0, t1));
             QM_TRY(sink(arg, k, t0, t1, b.p, b.len));
         }
         qm_scan_free(&sc);
