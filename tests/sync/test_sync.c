@@ -171,6 +171,9 @@ on_chunk(void *arg, const char *chunk, int rc, const char *why)
     }
 }
 
+static void corpus_seed(const char *name, const unsigned char root[32], uint64_t h,
+                        const unsigned char *c, size_t len);
+
 /* ---- round trip -------------------------------------------------------------------------- */
 
 static void
@@ -246,6 +249,8 @@ round_trip(const char *name, uint64_t thres, uint32_t ratio, uint32_t div, uint6
         qmdb_chunk_info ci = QMDB_CHUNK_INFO_INIT;
         CHECK_OK(qmdb_chunk_verify(c0, l0, root, H, &ci, NULL));
         CHECK(want_pruned ? ci.summaries > 0 : ci.summaries == 0);
+        if (want_pruned && l0 < 65536)
+            corpus_seed("prefix-summaries", root, H, c0, l0);
         free(c0);
     }
     /* Shuffled delivery. */
@@ -582,10 +587,41 @@ tamper(void)
     CHECK_OK(qmdb_close(db2));
 }
 
+/* The checked-in fuzz seeds (tests/fuzz/corpus/chunk_verify) are real chunks that verify. */
+static void
+corpus_verifies(void)
+{
+#ifdef QMDB_CHUNK_CORPUS_DIR
+    DIR *d = opendir(QMDB_CHUNK_CORPUS_DIR);
+    REQUIRE(d);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[4200];
+        path_of(path, sizeof(path), QMDB_CHUNK_CORPUS_DIR, de->d_name);
+        size_t len;
+        unsigned char *p = read_all(path, &len);
+        REQUIRE(p && len > 40);
+        uint64_t h = 0;
+        for (int i = 7; i >= 0; i--)
+            h = (h << 8) | p[32 + i];
+        const char *why = NULL;
+        CHECK_OK(qmdb_chunk_verify(p + 40, len - 40, p, h, NULL, &why));
+        free(p);
+        n++;
+    }
+    closedir(d);
+    CHECK(n >= 3);
+#endif
+}
+
 int
 main(void)
 {
     REQUIRE(mkdtemp(base) != NULL);
+    corpus_verifies();
     tamper();
     round_trip("default", 20000000, 7, 10, 100000, false);
     round_trip("tiny710", 1, 7, 10, 3, false);
