@@ -597,6 +597,18 @@ QMDB_API int qmdb_snapshot_restore(const char *newdir, const char *indir,
                                    const uint8_t root[QMDB_HASH_LEN], uint64_t height,
                                    qmdb_restore_fn fn, void *arg, qmdb_snapshot_stat *st);
 
+/**
+ * Writes a consistent, openable copy of the committed state of db into outdir (created if
+ * missing; it must not hold a database): the logs and twig files of the unpruned twigs, the
+ * roots of every height, and the metadata, written last. A read-only handle copies the
+ * height it opened while a writer keeps committing in another process. The copy is opened
+ * with full verification before this returns 0. Not copied: the rollback records (the copy
+ * rolls back only to heights it committed itself) and the index checkpoint.
+ * Errors: QMDB_EXISTS, QMDB_CORRUPT (the copy does not verify: the source changed under it),
+ * QMDB_PANIC, -errno (also when the writer pruned a segment since the handle opened).
+ */
+QMDB_API int qmdb_backup(qmdb_db *db, const char *outdir);
+
 /* ---- end of State sync ------------------------------------------------------------------ */
 
 #ifdef __cplusplus

@@ -26,6 +26,7 @@
 #include "entry.h"
 #include "hash.h"
 #include "manifest.h"
+#include "segw.h"
 #include "snap_fmt.h"
 #include "twig.h"
 #include "twigfile.h"
@@ -208,68 +209,6 @@ rs_keep_one(rs_ctx *c, const qm_mchunk *mc)
 
 /* ---- Phase 2: build the database ---------------------------------------------------------- */
 
-/* Writes logical byte ranges of one segmented file (hpfile.h layout). */
-typedef struct rs_seg {
-    char prefix[4200];
-    u64 seg_size, cur;
-    int fd;
-} rs_seg;
-
-static void
-rs_seg_init(rs_seg *w, const char *dir, const char *name, u64 seg_size)
-{
-    snprintf(w->prefix, sizeof(w->prefix), "%s/%s", dir, name);
-    w->seg_size = seg_size;
-    w->cur = UINT64_MAX;
-    w->fd = -1;
-}
-
-static int
-rs_seg_close(rs_seg *w)
-{
-    int rc = 0;
-    if (w->fd >= 0) {
-        if (fsync(w->fd) != 0)
-            rc = -errno;
-        close(w->fd);
-    }
-    w->fd = -1;
-    w->cur = UINT64_MAX;
-    return rc;
-}
-
-static int
-rs_seg_write(rs_seg *w, u64 off, const void *data, size_t len)
-{
-    const u8 *p = data;
-    while (len > 0) {
-        u64 seg = off / w->seg_size, in = off % w->seg_size;
-        size_t n = (size_t)QM_MIN((u64)len, w->seg_size - in);
-        if (seg != w->cur) {
-            QM_RET(rs_seg_close(w));
-            char path[4300];
-            snprintf(path, sizeof(path), "%s.%010" PRIu64, w->prefix, seg);
-            w->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-            if (w->fd < 0)
-                return -errno;
-            w->cur = seg;
-        }
-        size_t done = 0;
-        while (done < n) {
-            ssize_t r = pwrite(w->fd, p + done, n - done, (off_t)(in + done));
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0)
-                return -errno;
-            done += (size_t)r;
-        }
-        p += n;
-        off += n;
-        len -= n;
-    }
-    return 0;
-}
-
 /* One kept chunk's header fields (verified in phase 1). */
 typedef struct rs_chunk {
     const qm_mchunk *mc;
@@ -352,13 +291,13 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
     QM_RET(rs_tiling(c, s, ks, n, &tk));
     u64 next_sn = tk->next_sn, y = next_sn >> QM_TWIG_SHIFT, sn_start = tk->sn_start;
     char name[64];
-    rs_seg ent, twg, tm;
+    qm_segw ent, twg, tm;
     snprintf(name, sizeof(name), "s%02x.entries", s);
-    rs_seg_init(&ent, c->newdir, name, c->man.entry_seg);
+    qm_segw_init(&ent, c->newdir, name, c->man.entry_seg);
     snprintf(name, sizeof(name), "s%02x.twig", s);
-    rs_seg_init(&twg, c->newdir, name, c->man.twig_seg);
+    qm_segw_init(&twg, c->newdir, name, c->man.twig_seg);
     snprintf(name, sizeof(name), "s%02x.tmeta", s);
-    rs_seg_init(&tm, c->newdir, name, 1ull << 30);
+    qm_segw_init(&tm, c->newdir, name, 1ull << 30);
     /* The entry log starts at offset 0: offsets are not part of any root. */
     u64 pos = 0, live = 0, sn_start_pos = 0, F = UINT64_MAX;
     int rc = 0;
@@ -382,7 +321,7 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
                     goto out;
                 }
                 qm_tmeta_encode(rec, t, p + off, 0);
-                QM_TRY(rs_seg_write(&tm, t * QM_TMETA_REC, rec, sizeof(rec)));
+                QM_TRY(qm_segw_write(&tm, t * QM_TMETA_REC, rec, sizeof(rec)));
                 off += 32;
                 continue;
             }
@@ -405,7 +344,7 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
                 qm_sha256(q, qm_entry_payload_len(kl, vl, nd), nodes[QM_TWIG_LEAVES + e]);
                 if (sn == sn_start)
                     sn_start_pos = pos;
-                QM_TRY(rs_seg_write(&ent, pos, q, slen));
+                QM_TRY(qm_segw_write(&ent, pos, q, slen));
                 pos += slen;
                 off += slen;
             }
@@ -414,9 +353,9 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
             if (t < y) {
                 qm_left_tree_update(nodes, 0, QM_TWIG_LEAVES);
                 qm_twigrec_encode(twigrec, t, (const u8(*)[32])nodes);
-                QM_TRY(rs_seg_write(&twg, t * QM_TWIG_REC, twigrec, QM_TWIG_REC));
+                QM_TRY(qm_segw_write(&twg, t * QM_TWIG_REC, twigrec, QM_TWIG_REC));
                 qm_tmeta_encode(rec, t, nodes[1], first);
-                QM_TRY(rs_seg_write(&tm, t * QM_TMETA_REC, rec, sizeof(rec)));
+                QM_TRY(qm_segw_write(&tm, t * QM_TMETA_REC, rec, sizeof(rec)));
             }
         }
     }
@@ -435,7 +374,7 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
     c->st.live += live;
 out:
     free(p);
-    int r1 = rs_seg_close(&ent), r2 = rs_seg_close(&twg), r3 = rs_seg_close(&tm);
+    int r1 = qm_segw_close(&ent), r2 = qm_segw_close(&twg), r3 = qm_segw_close(&tm);
     if (rc == 0)
         rc = r1 ? r1 : r2 ? r2 : r3;
     return rc;

@@ -111,3 +111,42 @@ cmd_restore(const cli_cmd *cmd, cli_args *a)
     }
     return CLI_OK;
 }
+
+/* ---- backup -------------------------------------------------------------------------------- */
+
+int
+cmd_backup(const cli_cmd *cmd, cli_args *a)
+{
+    (void)cmd;
+    qmdb_db *db = NULL;
+    /* Read-only: a writer may keep committing; the copy holds the height opened. */
+    int rc = cli_open(a->pos[0], QMDB_OPEN_RDONLY | cli_read_flags(a), &db);
+    if (rc)
+        return rc;
+    rc = qmdb_backup(db, a->pos[1]);
+    if (rc) {
+        rc = cli_db_fail("backup", rc, db);
+        cli_close(db);
+        return rc;
+    }
+    unsigned char root[32];
+    uint64_t h = qmdb_height(db);
+    rc = qmdb_root(db, UINT64_MAX, root);
+    if (rc) {
+        rc = cli_db_fail("root", rc, db);
+        cli_close(db);
+        return rc;
+    }
+    if (a->json) {
+        cli_json_w w;
+        json_begin(&w, stdout);
+        json_u64(&w, "height", h);
+        json_hex(&w, "root", root, 32);
+        json_end(&w);
+    } else {
+        printf("%llu ", (unsigned long long)h);
+        cli_print_hex(stdout, root, 32);
+        printf("\n");
+    }
+    return cli_close(db);
+}

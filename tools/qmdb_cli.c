@@ -29,6 +29,7 @@ static const char tool_help[] =
     "  verify FILE          check a proof against a trusted state root\n"
     "  snapshot DIR OUTDIR  write the committed state as verifiable chunks and a manifest\n"
     "  restore NEWDIR INDIR build a database from a snapshot, trusting only --root\n"
+    "  backup DIR OUTDIR    a consistent, verified copy of a (live) database\n"
     "  help [COMMAND]       this help, or the help of COMMAND\n"
     "\n"
     "Global options (before or after the command):\n"
@@ -210,6 +211,17 @@ static const cli_cmd commands[] = {
      CLI_OPTS_COMMON | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_ROOT) | CLI_OPT(OPT_JSON) |
          CLI_OPT(OPT_QUIET),
      2, 2, cmd_restore, false},
+    {"backup", "DIR OUTDIR",
+     "Writes a consistent copy of DIR into OUTDIR (created; it must not hold a database) and\n"
+     "prints \"<height> <root>\" of the copy. DIR is opened read-only: a writer may keep\n"
+     "committing, and the copy holds the height DIR had when it was opened. The copy is\n"
+     "opened with full verification before the command succeeds. Not copied: the rollback\n"
+     "records (the copy rolls back only to heights it commits itself) and the index\n"
+     "checkpoint (rebuilt at the copy's first open).",
+     "  --json       {\"height\": H, \"root\": HEX}\n"
+     "  --verify     hash every unpruned entry of DIR at open (default: a fast open)\n",
+     "  qmdb backup /var/lib/qmdb /backup/qmdb-$(date +%F)\n",
+     CLI_OPTS_COMMON | CLI_OPT(OPT_JSON) | CLI_OPT(OPT_VERIFY), 2, 2, cmd_backup, false},
     {"help", "[COMMAND]", "Prints the help of the tool, or of COMMAND, on stdout.", "",
      "  qmdb help prove\n", CLI_OPTS_COMMON, 0, 1, cmd_help, false},
 };
