@@ -10,11 +10,13 @@
  *     chunk that passes is copied into newdir/restore/ (.tmp, fsync, rename). Rejected and
  *     missing chunks are reported; the kept ones stay for the next call. newdir/restore/TARGET
  *     records the height and root the kept chunks were verified against.
- *  2. Build (once every chunk is kept): per shard, the chunks must tile twigs 0..youngest and
- *     agree on next_sn, the compaction cursor, the first full twig and the log offsets. The
- *     entry log, twig file and twig-meta file are written at their logical offsets (the
- *     segment layout of hpfile.h), then ROOTS (the root of H; lower heights all-zero: not
- *     held) and last META, which makes newdir a database. It is then opened with full
+ *  2. Build (once every chunk is kept): per shard, the chunks must tile twigs 0..youngest with
+ *     one tail (which states next_sn and the compaction cursor), summaries only before the
+ *     first full twig and no live entry below the cursor; a chunk that breaks this is named
+ *     and dropped from newdir/restore/. The entry log (from offset 0), twig file and
+ *     twig-meta file are written at their logical offsets (segw.h), then ROOTS (record 0
+ *     names H, the root of H at 40*H, zeros between) and last META, which makes newdir a
+ *     database. It is then opened with full
  *     verification (every entry hashed, every root recomputed) and its root must equal the
  *     trusted one; then newdir/restore/ is removed. A crash before META leaves phase 1's
  *     chunks, and the next call builds again.
@@ -302,6 +304,12 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
     u64 pos = 0, live = 0, sn_start_pos = 0, F = UINT64_MAX;
     int rc = 0;
     u8 *p = NULL;
+    /* The cursor check (docs/SYNC.md, section 5): the content digest (key, value,
+     * next_key_hash, version) of every entry from dbase on identifies compaction copies: an
+     * entry with one DSN whose content equals the deactivated entry's. */
+    u8(*dig)[16] = NULL;
+    u64 dbase = 0, last_copy = 0;
+    bool have_copy = false;
     for (u64 i = 0; i < n; i++) {
         const rs_chunk *k = &ks[i];
         char path[4200];
@@ -325,8 +333,15 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
                 off += 32;
                 continue;
             }
-            if (F == UINT64_MAX)
+            if (F == UINT64_MAX) {
                 F = t;
+                dbase = QM_MAX(sn_start > 0 ? sn_start - 1 : 0, F << QM_TWIG_SHIFT);
+                dig = malloc(16 * (size_t)(next_sn > dbase ? next_sn - dbase : 1));
+                if (!dig) {
+                    rc = -ENOMEM;
+                    goto out;
+                }
+            }
             const u8 *bits = p + off;
             off += QM_ACTIVE_BYTES;
             unsigned cnt = t < y ? QM_TWIG_LEAVES : (unsigned)(next_sn & QM_TWIG_MASK);
@@ -342,6 +357,17 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
                 u32 kl = q[0], vl = (u32)q[1] | ((u32)q[2] << 8) | ((u32)q[3] << 16), nd = q[4];
                 u32 slen = qm_entry_stored_len(kl, vl, nd);
                 qm_sha256(q, qm_entry_payload_len(kl, vl, nd), nodes[QM_TWIG_LEAVES + e]);
+                u8 cd[32];
+                qm_sha256(q + 5, kl + vl + 40, cd);
+                if (sn >= dbase)
+                    memcpy(dig[sn - dbase], cd, 16);
+                if (nd == 1) {
+                    u64 d = qm_get_u64le(q + 53 + kl + vl);
+                    if (d >= dbase && d < sn && memcmp(dig[d - dbase], cd, 16) == 0) {
+                        have_copy = true;
+                        last_copy = QM_MAX(last_copy, d);
+                    }
+                }
                 if (sn == sn_start)
                     sn_start_pos = pos;
                 QM_TRY(qm_segw_write(&ent, pos, q, slen));
@@ -359,6 +385,17 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
             }
         }
     }
+    if (sn_start > 0 && sn_start - 1 >= (F << QM_TWIG_SHIFT)) {
+        if (!have_copy || last_copy != sn_start - 1) {
+            rc = rs_bad(c, tk,
+                        "compaction cursor is not one past the source of the newest "
+                        "compaction copy");
+            goto out;
+        }
+    } else if (have_copy) {
+        rc = rs_bad(c, tk, "a compaction copy's source lies at or above the compaction cursor");
+        goto out;
+    }
     if (sn_start >= next_sn)
         sn_start_pos = pos;
     else if (sn_start < (F << QM_TWIG_SHIFT))
@@ -374,6 +411,7 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
     c->st.live += live;
 out:
     free(p);
+    free(dig);
     int r1 = qm_segw_close(&ent), r2 = qm_segw_close(&twg), r3 = qm_segw_close(&tm);
     if (rc == 0)
         rc = r1 ? r1 : r2 ? r2 : r3;
@@ -473,6 +511,15 @@ rs_build(rs_ctx *c)
         rc = qm_err_set(&c->err, -errno, "%s: %s", path, strerror(errno));
         close(fd);
         goto out;
+    }
+    if (c->height > 0) {
+        u8 rec[QM_ROOTS_REC];
+        qm_roots_base_encode(c->height, rec);
+        if (pwrite(fd, rec, sizeof(rec), 0) != (ssize_t)sizeof(rec)) {
+            rc = qm_err_set(&c->err, -EIO, "%s: write failed", path);
+            close(fd);
+            goto out;
+        }
     }
     rc = qm_roots_store(fd, c->newdir, c->height, c->root, &c->err);
     close(fd);

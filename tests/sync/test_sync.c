@@ -22,6 +22,7 @@
 #include "qmdb.h"
 
 #include <dirent.h>
+#include <openssl/sha.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -321,6 +322,7 @@ round_trip(const char *name, uint64_t thres, uint32_t ratio, uint32_t div, uint6
     compare_dbs(db, cp, root);
     unsigned char r[32];
     CHECK_RC(qmdb_root(cp, H - 1, r), QMDB_PRUNED);
+    CHECK_RC(qmdb_root(cp, 0, r), QMDB_PRUNED);
     /* The same 50 next blocks on both. */
     for (uint64_t h = H + 1; h <= H + 50; h++) {
         unsigned char ra[32], rb[32];
@@ -571,6 +573,50 @@ tamper(void)
     write_all(man, "qmdb-snapshot 1\nheight 2\n", 25);
     snprintf(dst, sizeof(dst), "%s/t-dst-f", base);
     CHECK_RC(qmdb_snapshot_restore(dst, snap, root, 2, NULL, NULL, NULL), QMDB_CORRUPT);
+    /* (f) a tail chunk whose compaction cursor lies (0 -> 1): the verifier cannot see it
+     * (section 5 of docs/SYNC.md), the build's cursor check does, names the chunk and drops
+     * it. */
+    {
+        write_all(man, mtext, mlen);
+        char tdir[1024], tp[4200], cmd[5200];
+        snprintf(tdir, sizeof(tdir), "%s/t-cursor", base);
+        snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s'", snap, tdir);
+        REQUIRE(system(cmd) == 0);
+        path_of(tp, sizeof(tp), tdir, "s00-000000000002.qmsc");
+        size_t tl;
+        unsigned char *tc = read_all(tp, &tl);
+        unsigned char old_sha[32], new_sha[32];
+        SHA256(tc, tl, old_sha);
+        tc[40] ^= 1;
+        CHECK_OK(verify(tc, tl, root, 2));
+        SHA256(tc, tl, new_sha);
+        write_all(tp, tc, tl);
+        free(tc);
+        char oh[65], nh[65], *mt = strdup(mtext);
+        for (int i = 0; i < 32; i++) {
+            snprintf(oh + 2 * i, 3, "%02x", old_sha[i]);
+            snprintf(nh + 2 * i, 3, "%02x", new_sha[i]);
+        }
+        char *at = strstr(mt, oh);
+        REQUIRE(at);
+        memcpy(at, nh, 64);
+        path_of(tp, sizeof(tp), tdir, "MANIFEST");
+        write_all(tp, mt, mlen);
+        free(mt);
+        snprintf(dst, sizeof(dst), "%s/t-dst-cursor", base);
+        memset(&sn, 0, sizeof(sn));
+        CHECK_RC(qmdb_snapshot_restore(dst, tdir, root, 2, on_chunk, &sn, NULL), QMDB_BAD_PROOF);
+        CHECK(strcmp(sn.last_rejected, "s00-000000000002.qmsc") == 0);
+        CHECK(strstr(sn.last_why, "compaction") != NULL);
+        /* The good copy: the next run completes. */
+        char good[4200];
+        path_of(good, sizeof(good), snap, "s00-000000000002.qmsc");
+        path_of(tp, sizeof(tp), tdir, "s00-000000000002.qmsc");
+        copy_file(good, tp);
+        path_of(tp, sizeof(tp), tdir, "MANIFEST");
+        write_all(tp, mtext, mlen);
+        CHECK_OK(qmdb_snapshot_restore(dst, tdir, root, 2, NULL, NULL, NULL));
+    }
     /* The honest manifest restores. */
     write_all(man, mtext, mlen);
     snprintf(dst, sizeof(dst), "%s/t-dst-g", base);
