@@ -569,11 +569,13 @@ typedef struct qmdb_snapshot_stat {
     }
 
 /**
- * Writes a snapshot of the committed state of `height` (UINT64_MAX: the handle's latest
- * committed height; this version exports only that one) into outdir (created if missing; it
- * must not hold a MANIFEST yet): chunk files of up to twigs_per_chunk twigs of one shard
- * (0: 8) and, last, the MANIFEST that lists them. A read-only handle exports the height it
- * opened while a writer keeps committing in another process. st may be NULL.
+ * Writes a snapshot of the committed state of `height` (UINT64_MAX: the latest) into outdir
+ * (created if missing; it must not hold a MANIFEST yet): chunk files of up to twigs_per_chunk
+ * twigs of one shard (0: 8) and, last, the MANIFEST that lists them. An earlier height must lie
+ * in the rollback window (its state record is kept and no twig live at it is pruned; else
+ * QMDB_PRUNED); its ActiveBits are rebuilt from the log written after it. A read-only handle
+ * exports while a writer keeps committing in another process. st may be NULL.
+ * Errors: QMDB_NOTFOUND (above the latest), QMDB_PRUNED, QMDB_EXISTS, QMDB_CORRUPT, -errno.
  */
 QMDB_API int qmdb_snapshot_export(qmdb_db *db, const char *outdir, uint64_t height,
                                   uint64_t twigs_per_chunk, qmdb_snapshot_stat *st);

@@ -187,11 +187,13 @@ static const cli_cmd commands[] = {
          CLI_OPT(OPT_VALUE) | CLI_OPT(OPT_ABSENT) | CLI_OPT(OPT_JSON),
      1, 1, cmd_verify, false},
     {"snapshot", "DIR OUTDIR",
-     "Writes the committed state of DIR (its latest height) into OUTDIR as chunks, each\n"
+     "Writes the committed state of DIR (its latest height, or --height H) into OUTDIR as\n"
+     "chunks, each\n"
      "verifiable on its own against the state root, and a MANIFEST listing them; prints\n"
      "\"<height> <root>\". A writer may keep committing meanwhile: the snapshot holds the\n"
      "height DIR had when it was opened. docs/SYNC.md describes the format.",
-     "  --height H   the height to export (this version: only the latest committed one)\n"
+     "  --height H   export block H instead: H must lie in the rollback window (exit 1 if\n"
+     "               it does not, or if it is above the latest)\n"
      "  --json       {\"height\": H, \"root\": HEX, \"chunks\": N, \"bytes\": N, \"live\": N}\n"
      "  --verify     hash every unpruned entry at open (default: a fast open)\n",
      "  qmdb snapshot /var/lib/qmdb /srv/snap\n",

@@ -5,7 +5,8 @@
 # source's root of that height); a damaged chunk (exit 4, named on stderr, the good chunks
 # kept), missing chunks (exit 1, then a second run completes), a wrong root (exit 4), an
 # existing target (exit 2); then the same blocks on source, restored copy and backup give the
-# same roots. Uses compact_thres 1 and a 3-block history, so compaction and pruning run.
+# same roots; a snapshot of an earlier height (--height). Uses compact_thres 1 and a 3-block
+# history for the live part, so compaction and pruning run.
 set -u
 Q=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 T=$(mktemp -d /tmp/qmdb-synccli-XXXXXX)
@@ -117,6 +118,20 @@ if [ $rc -eq 0 ]; then
 else
   ok # H is outside the source's rollback window: nothing to compare
 fi
+
+# An earlier height (default history window): its snapshot restores to that height's root.
+run init "$T/db3"
+run apply "$T/db3" "$T/s1"
+run snapshot "$T/db3" "$T/snap15" --height 15
+expect_rc $rc 0 "snapshot --height 15"
+S15=$(cat "$T/out")
+run root "$T/db3" --height 15
+expect_eq "$S15" "$(cat "$T/out")" "snapshot --height 15 names the root of 15"
+run restore "$T/new15" --root "$S15" --height 15 "$T/snap15"
+expect_rc $rc 0 "restore of height 15"
+expect_eq "$(cat "$T/out")" "$S15" "restored height 15"
+run snapshot "$T/db3" "$T/snap99" --height 99
+expect_rc $rc 1 "snapshot above the latest height"
 
 echo "test_sync_cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -234,8 +234,7 @@ round_trip(const char *name, uint64_t thres, uint32_t ratio, uint32_t div, uint6
     CHECK_EQ_U64(st.height, H);
     CHECK_MEM(st.root, root, 32);
     CHECK_RC(qmdb_snapshot_export(db, snap, UINT64_MAX, 1, NULL), QMDB_EXISTS);
-    if (H > 1)
-        CHECK_RC(qmdb_snapshot_export(db, snap, H - 1, 1, NULL), QMDB_INVALID);
+    CHECK_RC(qmdb_snapshot_export(db, snap, H - 1, 1, NULL), QMDB_EXISTS);
 
     static char names[4096][48];
     int n = chunk_names(snap, names, 4096);
@@ -337,6 +336,54 @@ round_trip(const char *name, uint64_t thres, uint32_t ratio, uint32_t div, uint6
     problems = 99;
     CHECK_OK(qmdb_check(dst, NULL, NULL, &problems));
     CHECK_EQ_U64(problems, 0);
+
+    /* An earlier height: exported from a read-only handle of the source, restored, then the
+     * source rolled back to it and both given the same 20 blocks. */
+    uint64_t H2 = H + 50, h = H2 - (history >= 100 ? 10 : 2);
+    char snap2[4200], dst2[4200];
+    snprintf(snap2, sizeof(snap2), "%s-h", snap);
+    snprintf(dst2, sizeof(dst2), "%s-h", dst);
+    qmdb_options ro;
+    qmdb_options_init(&ro);
+    ro.flags |= QMDB_OPEN_RDONLY;
+    REQUIRE(qmdb_open(src, &ro, &db) == 0);
+    unsigned char rh[32];
+    CHECK_OK(qmdb_root(db, h, rh));
+    CHECK_RC(qmdb_snapshot_export(db, snap2, H2 + 1, 1, NULL), QMDB_NOTFOUND);
+    int erc = qmdb_snapshot_export(db, snap2, h, 1, &st);
+    CHECK_OK(qmdb_close(db));
+    if (history >= 100)
+        CHECK_OK(erc);
+    if (erc == 0) {
+        CHECK_EQ_U64(st.height, h);
+        CHECK_MEM(st.root, rh, 32);
+        CHECK_OK(qmdb_snapshot_restore(dst2, snap2, rh, h, NULL, NULL, &rs));
+        if (test_failures)
+            fprintf(stderr, "restore at %llu: %s\n", (unsigned long long)h, qmdb_open_error());
+        CHECK_EQ_U64(rs.live, st.live);
+        REQUIRE(qmdb_open(src, NULL, &db) == 0);
+        REQUIRE(qmdb_open(dst2, NULL, &cp) == 0);
+        unsigned char r2[32];
+        CHECK_OK(qmdb_root(cp, UINT64_MAX, r2));
+        CHECK_MEM(r2, rh, 32);
+        int rbrc = qmdb_rollback(db, h);
+        if (history >= 100)
+            CHECK_OK(rbrc);
+        if (rbrc == 0) {
+            for (uint64_t hh = h + 1; hh <= h + 20; hh++) {
+                unsigned char ra[32], rb[32];
+                block(db, hh, 3, 300, ra);
+                block(cp, hh, 3, 300, rb);
+                CHECK_MEM(rb, ra, 32);
+            }
+            REQUIRE(qmdb_root(db, UINT64_MAX, root) == 0);
+            compare_dbs(db, cp, root);
+        }
+        CHECK_OK(qmdb_close(cp));
+        CHECK_OK(qmdb_close(db));
+    }
+    fprintf(stderr, "round trip %s at an earlier height %llu: export %d\n", name,
+            (unsigned long long)h, erc);
     fprintf(stderr, "round trip %s: height %llu, %d chunks, %llu bytes, %llu live\n", name,
             (unsigned long long)H, n, (unsigned long long)st.bytes, (unsigned long long)st.live);
 }
