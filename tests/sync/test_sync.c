@@ -33,7 +33,8 @@ static char base[] = "/tmp/qmdb-sync-XXXXXX";
 static void
 path_of(char *out, size_t cap, const char *a, const char *b)
 {
-    snprintf(out, cap, "%s/%s", a, b);
+    int n = snprintf(out, cap, "%s/%s", a, b);
+    REQUIRE(n > 0 && (size_t)n < cap);
 }
 
 static unsigned char *
