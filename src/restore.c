@@ -272,6 +272,8 @@ rs_tiling(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, const rs_chunk **tail)
         return qm_err_set(&c->err, QMDB_BAD_PROOF, "shard %u: no chunk holds the youngest twig", s);
     u64 expect = 0;
     for (u64 i = 0; i < n; i++) {
+        if (ks[i].t1 <= ks[i].t0 || ks[i].U > 51)
+            return rs_bad(c, &ks[i], "kept chunk is damaged (it is fetched again)");
         if (ks[i].t0 != expect)
             return rs_bad(c, &ks[i], "chunks of the shard overlap or leave a gap");
         if (ks[i].t1 > (*tail)->t1)
@@ -318,9 +320,17 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
         free(p);
         p = NULL;
         QM_TRY(rs_read_file(path, &p, &len));
+        /* The kept bytes were verified in phase 1; bounds are checked again in case they
+         * were damaged on this disk since (the verifying open at the end checks the rest). */
+        static const char damaged[] = "kept chunk is damaged (it is fetched again)";
         size_t off = rs_records_off(k);
         for (u64 t = k->t0; t < k->t1; t++) {
             u8 rec[QM_TMETA_REC];
+            if (off >= len || (p[off] != QM_SNAP_SUMMARY && p[off] != QM_SNAP_FULL) ||
+                len - off - 1 < (p[off] == QM_SNAP_SUMMARY ? 32u : QM_ACTIVE_BYTES)) {
+                rc = rs_bad(c, k, damaged);
+                goto out;
+            }
             if (p[off++] == QM_SNAP_SUMMARY) {
                 /* Summaries (all entries dead) only before the first full twig: they become
                  * the pruned prefix. */
@@ -354,8 +364,16 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
                     goto out;
                 }
                 const u8 *q = p + off;
+                if (len - off < QM_ENTRY_FIXED) {
+                    rc = rs_bad(c, k, damaged);
+                    goto out;
+                }
                 u32 kl = q[0], vl = (u32)q[1] | ((u32)q[2] << 8) | ((u32)q[3] << 16), nd = q[4];
                 u32 slen = qm_entry_stored_len(kl, vl, nd);
+                if (len - off < slen) {
+                    rc = rs_bad(c, k, damaged);
+                    goto out;
+                }
                 qm_sha256(q, qm_entry_payload_len(kl, vl, nd), nodes[QM_TWIG_LEAVES + e]);
                 u8 cd[32];
                 qm_sha256(q + 5, kl + vl + 40, cd);

@@ -119,6 +119,25 @@ else
   ok # H is outside the source's rollback window: nothing to compare
 fi
 
+# A restore killed (SIGKILL) part-way, at several points, then run again: completes with the
+# snapshot's root.
+for delay in 0.05 0.2 0.5; do
+  rm -rf "$T/killed"
+  "$Q" restore "$T/killed" --root "$SNAP" "$T/snap" > /dev/null 2>&1 &
+  KPID=$!
+  sleep $delay
+  kill -9 $KPID 2> /dev/null
+  wait $KPID 2> /dev/null
+  run restore "$T/killed" --root "$SNAP" "$T/snap"
+  if [ $rc -eq 2 ] && [ -f "$T/killed/META" ]; then
+    ok # the first run had finished before the kill
+  else
+    expect_rc $rc 0 "restore after a SIGKILL at ${delay}s"
+  fi
+  run root "$T/killed"
+  expect_eq "$(cat "$T/out")" "$SNAP" "root after a killed restore (${delay}s)"
+done
+
 # An earlier height (default history window): its snapshot restores to that height's root.
 run init "$T/db3"
 run apply "$T/db3" "$T/s1"
