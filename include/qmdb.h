@@ -510,6 +510,109 @@ QMDB_API int qmdb_proof_info_get(const uint8_t *proof, size_t len, qmdb_proof_in
 
 /* ---- end of Proofs ---------------------------------------------------------------------- */
 
+/* ---- State sync: snapshot chunks (docs/SYNC.md) ------------------------------------------ */
+
+/** Version of the snapshot chunk format written by the exporter. */
+#define QMDB_CHUNK_FORMAT_VERSION 1
+
+/** What a verified chunk holds (filled by qmdb_chunk_verify on success). */
+typedef struct qmdb_chunk_info {
+    size_t struct_size; /**< in: sizeof(qmdb_chunk_info) (QMDB_CHUNK_INFO_INIT) */
+    uint32_t format_version;
+    unsigned shard;
+    int tail; /**< 1: the chunk holds the shard's youngest twig */
+    uint64_t height;
+    uint64_t next_sn;              /**< tail: the shard's next serial number; else 0 */
+    uint64_t sn_start;             /**< tail: the compaction cursor (docs/SYNC.md on its
+                                        trust); else 0 */
+    uint64_t twig_begin, twig_end; /**< the chunk's twigs [twig_begin, twig_end) */
+    uint64_t summaries;            /**< twigs carried as their left root only (no entries) */
+    uint64_t log_bytes;            /**< stored bytes of the carried entries */
+    uint64_t entries;              /**< entries carried */
+    uint64_t live;                 /**< ActiveBits set in the carried twigs */
+} qmdb_chunk_info;
+
+/** Initializer: qmdb_chunk_info info = QMDB_CHUNK_INFO_INIT; */
+#define QMDB_CHUNK_INFO_INIT                   \
+    {                                          \
+        .struct_size = sizeof(qmdb_chunk_info) \
+    }
+
+/**
+ * Verifies one snapshot chunk against a trusted state root and its height. Pure: no I/O, no
+ * allocation, no global state beyond the hash backend and the null-node tables. Every byte of
+ * the chunk that the root commits to is checked (entries, ActiveBits, left roots, the range
+ * proof, the 16 shard roots); the fields it does not commit to are checked for consistency
+ * (docs/SYNC.md). Returns 0 (and fills *info if not NULL), QMDB_BAD_PROOF with *why (if not
+ * NULL) set to a static reason, or QMDB_INVALID for a NULL root or an unset info->struct_size.
+ */
+QMDB_API int qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[QMDB_HASH_LEN],
+                               uint64_t height, qmdb_chunk_info *info, const char **why);
+
+/** What an export wrote (qmdb_snapshot_export) or a restore did (qmdb_snapshot_restore). */
+typedef struct qmdb_snapshot_stat {
+    size_t struct_size; /**< in: sizeof(qmdb_snapshot_stat) (QMDB_SNAPSHOT_STAT_INIT) */
+    uint64_t height;
+    uint8_t root[QMDB_HASH_LEN];
+    uint64_t chunks;   /**< export: chunks written; restore: chunks listed in the manifest */
+    uint64_t accepted; /**< restore: chunks verified and kept (this run and earlier ones) */
+    uint64_t rejected; /**< restore: chunks rejected in this run */
+    uint64_t missing;  /**< restore: chunks not (yet) in the input directory */
+    uint64_t bytes;    /**< chunk bytes written (export) or verified in this run (restore) */
+    uint64_t entries;  /**< entries carried */
+    uint64_t live;     /**< live entries (sentries included) */
+} qmdb_snapshot_stat;
+
+#define QMDB_SNAPSHOT_STAT_INIT                   \
+    {                                             \
+        .struct_size = sizeof(qmdb_snapshot_stat) \
+    }
+
+/**
+ * Writes a snapshot of the committed state of `height` (UINT64_MAX: the latest) into outdir
+ * (created if missing; it must not hold a MANIFEST yet): chunk files of up to twigs_per_chunk
+ * twigs of one shard (0: 8) and, last, the MANIFEST that lists them. An earlier height must lie
+ * in the rollback window (its state record is kept and no twig live at it is pruned; else
+ * QMDB_PRUNED); its ActiveBits are rebuilt from the log written after it. A read-only handle
+ * exports while a writer keeps committing in another process. st may be NULL.
+ * Errors: QMDB_NOTFOUND (above the latest), QMDB_PRUNED, QMDB_EXISTS, QMDB_CORRUPT, -errno.
+ */
+QMDB_API int qmdb_snapshot_export(qmdb_db *db, const char *outdir, uint64_t height,
+                                  uint64_t twigs_per_chunk, qmdb_snapshot_stat *st);
+
+/** Called by qmdb_snapshot_restore for every chunk it rejects (rc, a reason) -- and, with
+ *  rc 0, for every chunk it accepts. */
+typedef void (*qmdb_restore_fn)(void *arg, const char *chunk, int rc, const char *why);
+
+/**
+ * Restores the snapshot in indir (MANIFEST + chunks) into the new database newdir, trusting
+ * only `root` (and `height`, UINT64_MAX: the manifest's). Every chunk is checked with
+ * qmdb_chunk_verify before it is kept (in newdir/restore/); chunks may arrive in any order
+ * and over several calls: each call verifies the chunks not kept yet. Returns 0 once every
+ * chunk is kept and the database is built and opens at `height` with `root`;
+ * QMDB_BAD_PROOF if a chunk was rejected (named through fn; the good ones stay kept);
+ * QMDB_NOTFOUND if chunks are still missing (call again when they arrived); QMDB_EXISTS if
+ * newdir already holds a database. st may be NULL. qmdb_open_error() gives the detail of a
+ * failed call.
+ */
+QMDB_API int qmdb_snapshot_restore(const char *newdir, const char *indir,
+                                   const uint8_t root[QMDB_HASH_LEN], uint64_t height,
+                                   qmdb_restore_fn fn, void *arg, qmdb_snapshot_stat *st);
+
+/**
+ * Writes a consistent, openable copy of the committed state of db into outdir (created if
+ * missing; it must not hold a database): the logs and twig files of the unpruned twigs, the
+ * roots of every height, and the metadata, written last. A read-only handle copies the
+ * height it opened while a writer keeps committing in another process. The copy is opened
+ * with full verification before this returns 0. Not copied: the rollback records (the copy
+ * rolls back only to heights it committed itself) and the index checkpoint.
+ * Errors: QMDB_EXISTS, QMDB_CORRUPT (the copy does not verify: the source changed under it),
+ * QMDB_PANIC, -errno (also when the writer pruned a segment since the handle opened).
+ */
+QMDB_API int qmdb_backup(qmdb_db *db, const char *outdir);
+
+/* ---- end of State sync ------------------------------------------------------------------ */
+
 #ifdef __cplusplus
 }
 #endif

@@ -126,6 +126,7 @@ check_roots(chk *c, const qm_check_view *v)
     }
     static u8 buf[QM_ROOTS_REC * 1024];
     u8 root[32];
+    u64 base = 0; /* a restored database: no roots below its snapshot's height */
     for (u64 off = 0; off < need; off += sizeof(buf)) {
         size_t n = (size_t)QM_MIN((u64)sizeof(buf), need - off);
         int rc = qm_io_pread_full(v->roots_fd, buf, n, off);
@@ -134,12 +135,18 @@ check_roots(chk *c, const qm_check_view *v)
                    qmdb_strerror(rc));
             return;
         }
-        for (size_t i = 0; i < n; i += QM_ROOTS_REC)
-            if (qm_roots_decode((off + i) / QM_ROOTS_REC, buf + i, root) != 0)
+        for (size_t i = 0; i < n; i += QM_ROOTS_REC) {
+            u64 hh = (off + i) / QM_ROOTS_REC;
+            if (hh == 0 && qm_roots_base_decode(buf, &base) && base <= h)
+                continue;
+            if (hh < base && qm_roots_unheld(buf + i))
+                continue;
+            if (qm_roots_decode(hh, buf + i, root) != 0)
                 report(c,
                        "%s/ROOTS: the record of height %" PRIu64 " at offset %" PRIu64
                        " fails its check (damaged)",
                        v->dir, (off + i) / QM_ROOTS_REC, off + i);
+        }
     }
 }
 

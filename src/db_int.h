@@ -106,6 +106,8 @@ QM_HIDDEN int db_pipeline_start(qmdb_db *db, const qmdb_options *opt);
 QM_HIDDEN int db_root(qmdb_db *db, u64 height, u8 out[32]);
 /* Waits until everything submitted is durable (writer functions that read the trees). */
 QM_HIDDEN int db_drain(qmdb_db *db);
+/* Sets the thread's qmdb_open_error() text (db_open.c; also used by restore.c). */
+QM_HIDDEN void qm_open_error_set(const char *msg);
 /* STATES (states.h): opens the file if needed (creating it, with the record of the
  * committed height, for a database that has none) and loads prune_max. */
 QM_HIDDEN int db_states_ready(qmdb_db *db);

@@ -23,6 +23,12 @@
 
 static _Thread_local char open_error[512];
 
+void
+qm_open_error_set(const char *msg)
+{
+    snprintf(open_error, sizeof(open_error), "%s", msg);
+}
+
 const char *
 qmdb_open_error(void)
 {

@@ -241,6 +241,39 @@ qm_roots_decode(u64 height, const u8 rec[QM_ROOTS_REC], u8 root[32])
     return 0;
 }
 
+#define QM_ROOTS_BASE_MAGIC "QMDBRESTOREBASE1" /* 16 bytes */
+
+void
+qm_roots_base_encode(u64 base, u8 rec[QM_ROOTS_REC])
+{
+    u8 r[32] = {0};
+    memcpy(r, QM_ROOTS_BASE_MAGIC, 16);
+    qm_put_u64le(r + 16, base);
+    qm_roots_encode(UINT64_MAX, r, rec);
+}
+
+bool
+qm_roots_base_decode(const u8 rec[QM_ROOTS_REC], u64 *base)
+{
+    u8 r[32];
+    if (qm_roots_decode(UINT64_MAX, rec, r) != 0 || memcmp(r, QM_ROOTS_BASE_MAGIC, 16) != 0)
+        return false;
+    for (unsigned i = 24; i < 32; i++)
+        if (r[i] != 0)
+            return false;
+    *base = qm_get_u64le(r + 16);
+    return *base > 0;
+}
+
+bool
+qm_roots_unheld(const u8 rec[QM_ROOTS_REC])
+{
+    for (unsigned i = 0; i < QM_ROOTS_REC; i++)
+        if (rec[i] != 0)
+            return false;
+    return true;
+}
+
 int
 qm_roots_read(int fd, const char *dir, u64 height, u8 root[32], qm_err *err)
 {
@@ -250,6 +283,18 @@ qm_roots_read(int fd, const char *dir, u64 height, u8 root[32], qm_err *err)
     if (rc)
         return qm_err_set(err, rc, "%s/ROOTS: read of height %llu at offset %llu: %s", dir,
                           (unsigned long long)height, (unsigned long long)off, qmdb_strerror(rc));
+    if (qm_roots_decode(height, rec, root) != 0) {
+        /* A database restored from a snapshot of height B holds no roots below B: record 0
+         * names B and the records in between are all zero (docs/SYNC.md). */
+        u8 r0[QM_ROOTS_REC];
+        u64 base = 0;
+        if (qm_io_pread_full(fd, r0, sizeof(r0), 0) == 0 && qm_roots_base_decode(r0, &base) &&
+            height < base && (height == 0 || qm_roots_unheld(rec)))
+            return qm_err_set(err, QMDB_PRUNED,
+                              "%s/ROOTS: height %llu lies below height %llu, the snapshot this "
+                              "database was restored from",
+                              dir, (unsigned long long)height, (unsigned long long)base);
+    }
     if (qm_roots_decode(height, rec, root))
         return QM_CORRUPT(err,
                           "%s/ROOTS: the record of height %llu at offset %llu fails its "

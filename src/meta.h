@@ -94,8 +94,15 @@ QM_HIDDEN int qm_meta_store(const char *dir, int *fd, const qm_meta *m, qm_err *
 QM_HIDDEN void qm_roots_encode(u64 height, const u8 root[32], u8 rec[QM_ROOTS_REC]);
 /* QMDB_CORRUPT unless rec is the intact record of height (CRC and padding). */
 QM_HIDDEN int qm_roots_decode(u64 height, const u8 rec[QM_ROOTS_REC], u8 root[32]);
+/* A database restored from a snapshot of height B > 0 (restore.c) holds no roots below B:
+ * record 0 is the base record naming B (the 16 bytes "QMDBRESTOREBASE1", B as u64 LE, 8 zero
+ * bytes, then the CRC of the usual layout computed with height 2^64-1), and the records of
+ * heights 1 .. B-1 are all zero (qm_roots_unheld). */
+QM_HIDDEN void qm_roots_base_encode(u64 base, u8 rec[QM_ROOTS_REC]);
+QM_HIDDEN bool qm_roots_base_decode(const u8 rec[QM_ROOTS_REC], u64 *base);
+QM_HIDDEN bool qm_roots_unheld(const u8 rec[QM_ROOTS_REC]);
 /* Reads and checks the root of height from the ROOTS file fd of dir (errors name the file
- * and offset). */
+ * and offset; QMDB_PRUNED for a height below a restored database's snapshot). */
 QM_HIDDEN int qm_roots_read(int fd, const char *dir, u64 height, u8 root[32], qm_err *err);
 /* Writes the record of height and fsyncs. */
 QM_HIDDEN int qm_roots_store(int fd, const char *dir, u64 height, const u8 root[32], qm_err *err);

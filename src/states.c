@@ -119,6 +119,35 @@ qm_states_open(const char *dir, u64 cap, u64 first, qm_states *st, bool *created
     return states_create(io, path, dir, cap, first, st, err);
 }
 
+int
+qm_states_open_rdonly(const char *dir, qm_states *st, qm_err *err)
+{
+    const qm_io *io = qm_io_get();
+    char path[4200];
+    states_path(dir, path, sizeof(path));
+    st->fd = -1;
+    int fd = io->open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return qm_err_set(err, fd == -ENOENT ? QMDB_NOTFOUND : fd, "cannot open %s: %s", path,
+                          qmdb_strerror(fd));
+    u8 h[QM_STATES_RECS];
+    size_t got = 0;
+    int rc = qm_io_pread_upto(fd, h, sizeof(h), 0, &got);
+    if (rc == 0 && got >= QM_STATES_HDR && memcmp(h, STATES_MAGIC, 8) == 0 &&
+        qm_get_u32le(h + 32) == qm_crc32c(0, h, 32) && qm_get_u32le(h + 8) == STATES_VERSION &&
+        qm_get_u32le(h + 12) == QM_STATES_REC && qm_get_u64le(h + 16) >= 2) {
+        st->fd = fd;
+        st->cap = qm_get_u64le(h + 16);
+        st->first = qm_get_u64le(h + 24);
+        if (got < sizeof(h))
+            memset(h + got, 0, sizeof(h) - got);
+        prune_slots_read(st, h + QM_STATES_HDR);
+        return 0;
+    }
+    io->close(fd);
+    return qm_err_set(err, rc ? rc : QMDB_NOTFOUND, "%s: no usable header", path);
+}
+
 void
 qm_states_close(qm_states *st)
 {

@@ -71,6 +71,9 @@ QM_HIDDEN int qm_states_open(const char *dir, u64 cap, u64 first, qm_states *st,
                              qm_err *err);
 /* Writes prune_max into the next prune slot and fsyncs (a rollback, before its META). */
 QM_HIDDEN int qm_states_store_prune(qm_states *st, const char *dir, u64 prune_max, qm_err *err);
+/* Opens dir/STATES for reading only (a read-only handle: snapshots of earlier heights);
+ * QMDB_NOTFOUND if it is missing or its header is damaged. Writes nothing. */
+QM_HIDDEN int qm_states_open_rdonly(const char *dir, qm_states *st, qm_err *err);
 QM_HIDDEN void qm_states_close(qm_states *st);
 /* Writes the record of r->height and fsyncs. */
 QM_HIDDEN int qm_states_store(qm_states *st, const char *dir, const qm_states_rec *r, qm_err *err);

@@ -14,6 +14,7 @@
  *   cmd_write.c   init, apply (with progress), put, del
  *   cmd_read.c    root, get, stat, check
  *   cmd_proof.c   prove, verify
+ *   cmd_sync.c    snapshot, restore, backup
  *
  * Single-threaded: one run, one command; the globals below belong to that run.
  * The manual (exit codes, options, JSON schemas) is man/qmdb.1.
@@ -193,6 +194,9 @@ int cmd_stat(const cli_cmd *cmd, cli_args *a);
 int cmd_check(const cli_cmd *cmd, cli_args *a);
 int cmd_prove(const cli_cmd *cmd, cli_args *a);
 int cmd_verify(const cli_cmd *cmd, cli_args *a);
+int cmd_snapshot(const cli_cmd *cmd, cli_args *a);
+int cmd_restore(const cli_cmd *cmd, cli_args *a);
+int cmd_backup(const cli_cmd *cmd, cli_args *a);
 int cmd_help(const cli_cmd *cmd, cli_args *a); /* qmdb_cli.c */
 void cli_print_version(void);                  /* cli_args.c */
 /* Open flags of a read-only command: a fast open (the youngest twig hashed, not every

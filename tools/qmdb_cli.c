@@ -27,6 +27,9 @@ static const char tool_help[] =
     "  check DIR            full offline check of every file\n"
     "  prove DIR KEY        write a proof of KEY's value or absence\n"
     "  verify FILE          check a proof against a trusted state root\n"
+    "  snapshot DIR OUTDIR  write the committed state as verifiable chunks and a manifest\n"
+    "  restore NEWDIR INDIR build a database from a snapshot, trusting only --root\n"
+    "  backup DIR OUTDIR    a consistent, verified copy of a (live) database\n"
     "  help [COMMAND]       this help, or the help of COMMAND\n"
     "\n"
     "Global options (before or after the command):\n"
@@ -183,6 +186,44 @@ static const cli_cmd commands[] = {
      CLI_OPTS_COMMON | CLI_OPTS_KV | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_ROOT) | CLI_OPT(OPT_KEY) |
          CLI_OPT(OPT_VALUE) | CLI_OPT(OPT_ABSENT) | CLI_OPT(OPT_JSON),
      1, 1, cmd_verify, false},
+    {"snapshot", "DIR OUTDIR",
+     "Writes the committed state of DIR (its latest height, or --height H) into OUTDIR as\n"
+     "chunks, each\n"
+     "verifiable on its own against the state root, and a MANIFEST listing them; prints\n"
+     "\"<height> <root>\". A writer may keep committing meanwhile: the snapshot holds the\n"
+     "height DIR had when it was opened. docs/SYNC.md describes the format.",
+     "  --height H   export block H instead: H must lie in the rollback window (exit 1 if\n"
+     "               it does not, or if it is above the latest)\n"
+     "  --json       {\"height\": H, \"root\": HEX, \"chunks\": N, \"bytes\": N, \"live\": N}\n"
+     "  --verify     hash every unpruned entry at open (default: a fast open)\n",
+     "  qmdb snapshot /var/lib/qmdb /srv/snap\n",
+     CLI_OPTS_COMMON | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_JSON) | CLI_OPT(OPT_VERIFY), 2, 2,
+     cmd_snapshot, false},
+    {"restore", "NEWDIR --root HEX INDIR",
+     "Builds the new database NEWDIR from the snapshot in INDIR, trusting only the state root\n"
+     "given (from a block header): every chunk is checked against it before it is kept, in\n"
+     "any order; a rejected chunk is named on stderr (exit 4) and the good ones stay kept;\n"
+     "with chunks missing it exits 1, and a later run continues. Once every chunk is kept\n"
+     "the database is built, opened with full verification, and \"<height> <root>\" printed.",
+     "  --root HEX   the trusted root: 64 hex digits, or \"<height> <root>\"\n"
+     "  --height H   the trusted height (default: the manifest's)\n"
+     "  --quiet      do not name the missing chunks\n"
+     "  --json       {\"complete\": BOOL, \"height\": H, \"accepted\": N, ...}\n",
+     "  qmdb restore /var/lib/qmdb2 --root \"$(qmdb root /var/lib/qmdb)\" /srv/snap\n",
+     CLI_OPTS_COMMON | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_ROOT) | CLI_OPT(OPT_JSON) |
+         CLI_OPT(OPT_QUIET),
+     2, 2, cmd_restore, false},
+    {"backup", "DIR OUTDIR",
+     "Writes a consistent copy of DIR into OUTDIR (created; it must not hold a database) and\n"
+     "prints \"<height> <root>\" of the copy. DIR is opened read-only: a writer may keep\n"
+     "committing, and the copy holds the height DIR had when it was opened. The copy is\n"
+     "opened with full verification before the command succeeds. Not copied: the rollback\n"
+     "records (the copy rolls back only to heights it commits itself) and the index\n"
+     "checkpoint (rebuilt at the copy's first open).",
+     "  --json       {\"height\": H, \"root\": HEX}\n"
+     "  --verify     hash every unpruned entry of DIR at open (default: a fast open)\n",
+     "  qmdb backup /var/lib/qmdb /backup/qmdb-$(date +%F)\n",
+     CLI_OPTS_COMMON | CLI_OPT(OPT_JSON) | CLI_OPT(OPT_VERIFY), 2, 2, cmd_backup, false},
     {"help", "[COMMAND]", "Prints the help of the tool, or of COMMAND, on stdout.", "",
      "  qmdb help prove\n", CLI_OPTS_COMMON, 0, 1, cmd_help, false},
 };
