@@ -508,6 +508,45 @@ typedef struct qmdb_proof_info {
  *  info->struct_size is not set (QMDB_PROOF_INFO_INIT). */
 QMDB_API int qmdb_proof_info_get(const uint8_t *proof, size_t len, qmdb_proof_info *info);
 
+/** Version of the multi-key proof format written by qmdb_prove_many (magic "QMMP"). */
+#define QMDB_MPROOF_FORMAT_VERSION 1
+/** Most keys in one multi-key proof. */
+#define QMDB_MPROOF_MAX_KEYS (1u << 20)
+
+/**
+ * Builds one proof for nkeys keys (1..QMDB_MPROOF_MAX_KEYS; repeats allowed) at `height`
+ * (UINT64_MAX: the latest), against the latest committed state root: for each key, its value
+ * or its absence at that height, as qmdb_prove would show it, with every entry and Merkle node
+ * that several keys share written once (docs/PROOFS.md §9). On success *out (free with
+ * qmdb_proof_free) holds *outlen bytes. Errors as qmdb_prove (the first failing key decides),
+ * QMDB_INVALID for a bad key or count.
+ */
+QMDB_API int qmdb_prove_many(qmdb_db *db, const void *const *keys, const size_t *klens,
+                             size_t nkeys, uint64_t height, uint8_t **out, size_t *outlen);
+
+/** What a verified multi-key proof shows for one key. */
+typedef struct qmdb_proof_answer {
+    int present;          /**< 1: the key has `value`; 0: the key has no value */
+    const uint8_t *value; /**< points into the proof bytes (NULL when absent) */
+    size_t vlen;
+} qmdb_proof_answer;
+
+/**
+ * Verifies a multi-key proof for keys[0..nkeys) (the same list, in the same order, that it
+ * was built for) under the trusted state root `root` at `height` (UINT64_MAX: at the height
+ * of `root`; then every answer must rest on a live entry). Pure: no I/O, no global state
+ * beyond the hash backend; it allocates scratch memory proportional to the proof's entries
+ * and frees it before returning. On 0, answers[i] (the caller's array of nkeys) holds what
+ * the proof shows for keys[i] and *proved_height_out (if not NULL) the proof's height.
+ * Returns QMDB_BAD_PROOF with *why (static string) if the proof does not hold, QMDB_INVALID
+ * for malformed arguments, -ENOMEM if the scratch memory is not available.
+ */
+QMDB_API int qmdb_proof_verify_many(const uint8_t *proof, size_t len,
+                                    const uint8_t root[QMDB_HASH_LEN], const void *const *keys,
+                                    const size_t *klens, size_t nkeys, uint64_t height,
+                                    uint64_t *proved_height_out, qmdb_proof_answer *answers,
+                                    const char **why);
+
 /* ---- end of Proofs ---------------------------------------------------------------------- */
 
 #ifdef __cplusplus

@@ -186,6 +186,24 @@ qmdb_prove(qmdb_db *db, const void *key, size_t klen, uint64_t height, uint8_t *
     return qm_prove(&ctx, key, klen, height, out, outlen);
 }
 
+int
+qmdb_prove_many(qmdb_db *db, const void *const *keys, const size_t *klens, size_t nkeys,
+                uint64_t height, uint8_t **out, size_t *outlen)
+{
+    if (!db || !keys || !klens || nkeys == 0 || nkeys > QMDB_MPROOF_MAX_KEYS || !out || !outlen)
+        return QMDB_INVALID;
+    for (size_t i = 0; i < nkeys; i++)
+        if (!keys[i] || klens[i] == 0 || klens[i] > QMDB_MAX_KEY_LEN)
+            return QMDB_INVALID;
+    *out = NULL;
+    *outlen = 0;
+    if (db_fatal(db))
+        return QMDB_PANIC;
+    QM_RET(db_drain(db));
+    qm_proof_ctx ctx = {db->shard, db->meta.height, &db->err, &db->proof_cache};
+    return qm_prove_many(&ctx, keys, klens, nkeys, height, out, outlen);
+}
+
 /* ---- Offline check: the checker's view of the handle (check.h) -------------------------- */
 
 void

@@ -25,6 +25,25 @@
  *                                  U upper peers (levels 12..) | shard root
  * Nothing may follow the last record.
  *
+ * Multi-key proof format version 1 (docs/PROOFS.md §9; one proof for a list of keys at one
+ * height, every Merkle node sent once):
+ *   OFFSET  SIZE   FIELD
+ *   0       4      magic "QMMP"
+ *   4       1      format version (1)
+ *   5       8      height h the proof answers for
+ *   13      4      number of keys n (1..2^20), in the order the caller asked for them
+ *   17      4      number of entry records m (1..2n)
+ *   21      ...    n key records: 1 byte answer (bit 0: absent; bit 1: deactivated; the rest
+ *                  zero), 4 bytes main entry index, and if deactivated 4 bytes index of the
+ *                  entry that deactivated the main entry
+ *   ...     ...    m entry records: 4 bytes payload length, payload; strictly ascending by
+ *                  (shard, SN), shard = key hash[0] >> 4
+ *   ...     ...    one byte U = max_level - 12 (1..51) per distinct shard of the entries,
+ *                  ascending
+ *   ...     ...    node stream: 32-byte items (hashes, or ActiveBits pages) in the order a
+ *                  depth-first, left-first walk of the global tree from the state root needs
+ *                  them (docs/PROOFS.md §9); nothing may follow
+ *
  * Thread: pure definitions.
  */
 #ifndef QM_PROOF_FMT_H
@@ -49,5 +68,12 @@ enum { QM_PROOF_ACTIVE = 0, QM_PROOF_DEACTIVATED = 1 };
 #define QM_PATH_PAGE 392u
 #define QM_PATH_RIGHT 424u
 #define QM_PATH_UPPER 520u
+
+/* Multi-key proofs. */
+#define QM_MPROOF_MAGIC "QMMP"
+#define QM_MPROOF_VERSION 1u
+#define QM_MPROOF_HDR 21u
+#define QM_MPROOF_MAX_KEYS (1u << 20)
+enum { QM_MPROOF_ABSENT = 1, QM_MPROOF_DEACT = 2 };
 
 #endif /* QM_PROOF_FMT_H */
