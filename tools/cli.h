@@ -14,6 +14,7 @@
  *   cmd_write.c   init, apply (with progress), put, del
  *   cmd_read.c    root, get, stat, check
  *   cmd_proof.c   prove, verify
+ *   cmd_mproof.c  prove and verify of multi-key proofs (several KEYs)
  *
  * Single-threaded: one run, one command; the globals below belong to that run.
  * The manual (exit codes, options, JSON schemas) is man/qmdb.1.
@@ -72,7 +73,7 @@ typedef enum cli_opt {
 #define CLI_OPTS_KEY (CLI_OPT(OPT_STR) | CLI_OPT(OPT_HEX) | CLI_OPT(OPT_KEY_STR))
 #define CLI_OPTS_KV (CLI_OPTS_KEY | CLI_OPT(OPT_VALUE_STR))
 
-#define CLI_MAX_POS 3
+#define CLI_MAX_POS 4097 /* prove DIR KEY...: up to 4096 keys */
 
 /* The parsed command line of one subcommand. */
 typedef struct cli_args {
@@ -194,7 +195,13 @@ int cmd_check(const cli_cmd *cmd, cli_args *a);
 int cmd_prove(const cli_cmd *cmd, cli_args *a);
 int cmd_verify(const cli_cmd *cmd, cli_args *a);
 int cmd_help(const cli_cmd *cmd, cli_args *a); /* qmdb_cli.c */
-void cli_print_version(void);                  /* cli_args.c */
+/* cmd_mproof.c: prove with several KEYs (pos[1..]); verify with KEYs after FILE (buf, len:
+ * the file's bytes); whether bytes are a multi-key proof (magic and key count). */
+int cmd_prove_many(cli_args *a);
+int cmd_verify_many(cli_args *a, const unsigned char root[32], const unsigned char *buf,
+                    size_t len);
+bool cli_is_mproof(const unsigned char *buf, size_t len);
+void cli_print_version(void); /* cli_args.c */
 /* Open flags of a read-only command: a fast open (the youngest twig hashed, not every
  * entry), or a verifying one with --verify. */
 uint32_t cli_read_flags(const cli_args *a); /* cli_args.c */
