@@ -547,6 +547,58 @@ QMDB_API int qmdb_proof_verify_many(const uint8_t *proof, size_t len,
                                     uint64_t *proved_height_out, qmdb_proof_answer *answers,
                                     const char **why);
 
+/* ---- Block witnesses (docs/PROOFS.md §10) ---------------------------------------------- */
+
+/** Version of the block witness format written by qmdb_witness (magic "QMBW"). */
+#define QMDB_WITNESS_FORMAT_VERSION 1
+
+/** One operation of a block, for witnesses: transaction index tx (0-based, non-decreasing
+ *  along the array), key, and value (NULL: delete). */
+typedef struct qmdb_block_op {
+    uint32_t tx;
+    const void *key;
+    size_t klen;
+    const void *value; /**< NULL: delete */
+    size_t vlen;
+} qmdb_block_op;
+
+/**
+ * Builds the witness of block `height` (1..latest, with the state of height - 1 still in the
+ * history window): what a verifier holding no database needs to compute the block's
+ * post-state root from the root of height - 1 and the block's operations. ops/nops are the
+ * block's operations (as committed); with ops NULL the witness is built from the log alone
+ * and covers every operation that changed the state, but not a delete of an absent key in a
+ * shard (qmdb_witness_verify then fails with a reason, never a wrong root).
+ * On success *out (free with qmdb_proof_free) holds *outlen bytes. Returns QMDB_NOTFOUND for
+ * a height above the latest or 0, QMDB_PRUNED when the state of height - 1 is no longer
+ * available, QMDB_INVALID for bad arguments.
+ */
+QMDB_API int qmdb_witness(qmdb_db *db, uint64_t height, const qmdb_block_op *ops, size_t nops,
+                          uint8_t **out, size_t *outlen);
+
+/** The compaction parameters of a database (FORMAT.md §7; fixed at creation). */
+typedef struct qmdb_compaction_params {
+    uint64_t compact_thres;
+    uint32_t utilization_ratio, utilization_div;
+} qmdb_compaction_params;
+
+/**
+ * Verifies a block witness and computes the post-state root. Pure: no I/O, no global state
+ * beyond the hash backend; it allocates scratch memory and frees it before returning.
+ * pre_root: the trusted root of height - 1; ops/nops: block `height` (nops may be 0);
+ * params: the chain's compaction parameters, which the witness must state (NULL: take the
+ * witness's; the state root does not commit to them). On 0, post_root holds the root the
+ * engine computes for the block. Returns QMDB_BAD_PROOF with
+ * *why (static string) when the witness does not match the pre-root, the block or itself,
+ * QMDB_INVALID for malformed arguments (ops out of tx order, bad key or value lengths),
+ * -ENOMEM.
+ */
+QMDB_API int qmdb_witness_verify(const uint8_t *witness, size_t len,
+                                 const uint8_t pre_root[QMDB_HASH_LEN], uint64_t height,
+                                 const qmdb_block_op *ops, size_t nops,
+                                 const qmdb_compaction_params *params,
+                                 uint8_t post_root[QMDB_HASH_LEN], const char **why);
+
 /* ---- end of Proofs ---------------------------------------------------------------------- */
 
 #ifdef __cplusplus

@@ -33,10 +33,7 @@
 
 /* ---- History cache ---------------------------------------------------------------------- */
 
-typedef struct ph_key {
-    u64 kh8; /* first 8 key-hash bytes, big-endian (sorts like the hash) */
-    u64 sn;
-} ph_key;
+typedef qm_hist_key ph_key;
 
 typedef struct ph_shard {
     bool built;
@@ -406,6 +403,24 @@ static size_t
 record_len(const qm_shard *s, const qm_entry *e)
 {
     return 5 + (size_t)e->payload_len + QM_PROOF_PATH_LEN(s->tree.max_level - 12);
+}
+
+int
+qm_proof_hist(const qm_proof_ctx *ctx, unsigned shard, qm_hist_view *v)
+{
+    if (!*ctx->cache) {
+        *ctx->cache = calloc(1, sizeof(qm_proof_cache));
+        if (!*ctx->cache)
+            return -ENOMEM;
+    }
+    ph_shard *ph = &(*ctx->cache)->sh[shard];
+    QM_RET(ph_update(&ctx->shards[shard], ph));
+    v->base = ph->base;
+    v->upto = ph->upto;
+    v->pos = ph->pos;
+    v->deact = ph->deact;
+    v->keys = ph->keys;
+    return 0;
 }
 
 int

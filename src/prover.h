@@ -45,6 +45,30 @@ QM_HIDDEN int qm_prove_find(const qm_proof_ctx *ctx, const u8 kh[32], const void
  * malloc'd *out (qmdb.h: qmdb_prove_many; mproof.c; the caller has checked the arguments). */
 QM_HIDDEN int qm_prove_many(const qm_proof_ctx *ctx, const void *const *keys, const size_t *klens,
                             size_t nkeys, u64 height, u8 **out, size_t *outlen);
+/* The history cache of one shard (proof.c), brought up to the latest committed entries: per
+ * SN in [base, upto) its entry-log position and the SN that deactivated it (UINT64_MAX:
+ * none); keys[0 .. upto - base) all those SNs sorted by (first 8 key-hash bytes, SN). Valid
+ * until the next commit or cache call. */
+typedef struct qm_hist_key {
+    u64 kh8; /* first 8 key-hash bytes, big-endian (sorts like the hash) */
+    u64 sn;
+} qm_hist_key;
+typedef struct qm_hist_view {
+    u64 base, upto;
+    const u64 *pos, *deact;
+    const qm_hist_key *keys;
+} qm_hist_view;
+QM_HIDDEN int qm_proof_hist(const qm_proof_ctx *ctx, unsigned shard, qm_hist_view *v);
+
+/* Builds the witness of block `height` (witness.c; qmdb.h: qmdb_witness). pre/post: the
+ * STATES records of height - 1 and height; par: the compaction parameters; prune_max: the
+ * handle's (every pruned twig was dead from that height on); pre_root: the recorded root of
+ * height - 1, which the rebuilt pre-state must hash to. */
+struct qm_states_rec;
+QM_HIDDEN int qm_witness_build(const qm_proof_ctx *ctx, u64 height, const struct qm_states_rec *pre,
+                               const struct qm_states_rec *post, const qm_params *par,
+                               u64 prune_max, const u8 pre_root[32], const qmdb_block_op *ops,
+                               size_t nops, u8 **out, size_t *outlen);
 /* Frees the history cache (NULL allowed). */
 QM_HIDDEN void qm_proof_cache_free(qm_proof_cache *c);
 

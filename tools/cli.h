@@ -15,6 +15,7 @@
  *   cmd_read.c    root, get, stat, check
  *   cmd_proof.c   prove, verify
  *   cmd_mproof.c  prove and verify of multi-key proofs (several KEYs)
+ *   cmd_witness.c witness, verify-block (block witnesses)
  *
  * Single-threaded: one run, one command; the globals below belong to that run.
  * The manual (exit codes, options, JSON schemas) is man/qmdb.1.
@@ -63,6 +64,7 @@ typedef enum cli_opt {
     OPT_ABSENT,
     OPT_VERSION,
     OPT_VERIFY,
+    OPT_PRE_ROOT,
     OPT_COUNT
 } cli_opt;
 
@@ -84,7 +86,7 @@ typedef struct cli_args {
     bool has_height;
     uint64_t height;                /* --height (has_height) */
     const char *output;             /* -o / --output */
-    const char *root, *key, *value; /* verify: --root, --key, --value */
+    const char *root, *key, *value; /* verify: --root, --key, --value; verify-block: --pre-root */
     int next;                       /* stop_at_command: the index of the command in argv */
     qmdb_options create;            /* init: the creation options */
 } cli_args;
@@ -201,6 +203,11 @@ int cmd_prove_many(cli_args *a);
 int cmd_verify_many(cli_args *a, const unsigned char root[32], const unsigned char *buf,
                     size_t len);
 bool cli_is_mproof(const unsigned char *buf, size_t len);
+int cmd_witness(const cli_cmd *cmd, cli_args *a);      /* cmd_witness.c */
+int cmd_verify_block(const cli_cmd *cmd, cli_args *a); /* cmd_witness.c */
+/* cmd_proof.c: reads all of path ("-": stdin), at most 64 MiB; 0 or an errno value, with
+ * *opened telling whether the file could be opened at all. */
+int cli_read_all(const char *path, unsigned char **out, size_t *outlen, bool *opened);
 void cli_print_version(void); /* cli_args.c */
 /* Open flags of a read-only command: a fast open (the youngest twig hashed, not every
  * entry), or a verifying one with --verify. */

@@ -69,6 +69,7 @@ static const struct {
     [OPT_ABSENT] = {"absent", no_argument},
     [OPT_VERSION] = {"version", no_argument},
     [OPT_VERIFY] = {"verify", no_argument},
+    [OPT_PRE_ROOT] = {"pre-root", required_argument},
 };
 
 /* getopt_long's value for a long option: above every character. */
@@ -347,6 +348,7 @@ apply_opt(cli_opt o, const char *v, cli_args *a)
         a->quiet = true;
         break;
     case OPT_ROOT:
+    case OPT_PRE_ROOT:
         a->root = v;
         break;
     case OPT_KEY:

@@ -105,10 +105,8 @@ out:
     return rc ? rc : crc;
 }
 
-/* Reads all of path ("-": stdin), at most 64 MiB. Returns 0, or an errno value with *opened
- * telling whether the file could be opened at all. */
-static int
-read_all(const char *path, unsigned char **out, size_t *outlen, bool *opened)
+int
+cli_read_all(const char *path, unsigned char **out, size_t *outlen, bool *opened)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     *opened = f != NULL;
@@ -169,7 +167,7 @@ cmd_verify(const cli_cmd *cmd, cli_args *a)
     bool opened;
     int err;
     if (many) {
-        err = read_all(file, &buf, &len, &opened);
+        err = cli_read_all(file, &buf, &len, &opened);
         if (err)
             return cli_error(opened && err != EFBIG ? CLI_DB : CLI_USAGE, "cannot %s %s: %s",
                              opened ? "read" : "open", file, strerror(err));
@@ -186,7 +184,7 @@ cmd_verify(const cli_cmd *cmd, cli_args *a)
         rc = CLI_USAGE;
         goto out;
     }
-    err = read_all(file, &buf, &len, &opened);
+    err = cli_read_all(file, &buf, &len, &opened);
     if (err) {
         /* A file that is not there or too big is bad input; a failed read is an I/O error. */
         rc = cli_error(opened && err != EFBIG ? CLI_DB : CLI_USAGE, "cannot %s %s: %s",

@@ -27,6 +27,8 @@ static const char tool_help[] =
     "  check DIR            full offline check of every file\n"
     "  prove DIR KEY...     write a proof of the KEYs' values or absence\n"
     "  verify FILE          check a proof against a trusted state root\n"
+    "  witness DIR          write the witness of a block (stateless validation)\n"
+    "  verify-block W S     recompute a block's post-state root from its witness\n"
     "  help [COMMAND]       this help, or the help of COMMAND\n"
     "\n"
     "Global options (before or after the command):\n"
@@ -189,6 +191,30 @@ static const cli_cmd commands[] = {
      CLI_OPTS_COMMON | CLI_OPTS_KV | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_ROOT) | CLI_OPT(OPT_KEY) |
          CLI_OPT(OPT_VALUE) | CLI_OPT(OPT_ABSENT) | CLI_OPT(OPT_JSON),
      1, CLI_MAX_POS, cmd_verify, false},
+    {"witness", "DIR [SCRIPT]",
+     "Writes the witness of block H (--height): what a verifier without the database needs\n"
+     "to recompute the block's post-state root from the root of H-1 (docs/PROOFS.md §10).\n"
+     "SCRIPT holds block H as an op script (the form `qmdb apply` reads); without it the\n"
+     "witness is built from the log and does not cover deletes of absent keys.",
+     "  --height H         the block to witness (required; H-1 must be in the history window)\n"
+     "  -o, --output FILE  write the witness to FILE (default: stdout, not a terminal)\n"
+     "  --verify           hash every unpruned entry at open (default: a fast open)\n",
+     "  qmdb witness /var/lib/qmdb --height 7 -o b7.witness b7.ops\n",
+     CLI_OPTS_COMMON | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_VERIFY), 1, 2,
+     cmd_witness, false},
+    {"verify-block", "--pre-root HEX WITNESS SCRIPT",
+     "Re-executes the block in SCRIPT (an op script; with --height H its block H, else its\n"
+     "first block) on WITNESS against the trusted root of the height before it, and prints\n"
+     "the post-state root as \"<height> <root>\" (exit 0), or \"invalid: <reason>\" (exit 4).\n"
+     "Needs no database. The compaction parameters come from the witness (the state root\n"
+     "does not commit to them); --json shows them with the result.",
+     "  --pre-root HEX     the trusted root of height H-1: 64 hex digits, or \"<height> <root>\"\n"
+     "  --height H         the block of SCRIPT to check (default: its first block)\n"
+     "  --json             {\"valid\": BOOL, \"post_root\": HEX, ...}\n",
+     "  qmdb verify-block --pre-root \"$(qmdb root /var/lib/qmdb --height 6)\" b7.witness \\\n"
+     "      b7.ops\n",
+     CLI_OPTS_COMMON | CLI_OPT(OPT_PRE_ROOT) | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_JSON), 2, 2,
+     cmd_verify_block, false},
     {"help", "[COMMAND]", "Prints the help of the tool, or of COMMAND, on stdout.", "",
      "  qmdb help prove\n", CLI_OPTS_COMMON, 0, 1, cmd_help, false},
 };
