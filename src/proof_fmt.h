@@ -68,6 +68,8 @@
  *                    32 x popcount(c)  youngest twig y, c = next_sn & 2047: the full left
  *                            subtrees left of position c, highest level first
  *                    256 youngest twig's ActiveBits
+ *                    the entry at SN next_sn - 1 (binds next_sn: its leaf is not null), as
+ *                        an entry record below
  *                    4   entry count m
  *                    m x (4 payload length p, p payload bytes, 11 x 32 left-tree siblings),
  *                        ascending SN

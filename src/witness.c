@@ -296,11 +296,14 @@ shard_section(const qm_proof_ctx *ctx, unsigned k, const qm_states_shard *pre,
             QM_TRY(wb_put(b, heap[(QM_TWIG_LEAVES >> l) + (c0 >> l) - 1], 32));
     bits_at(&v, y0, ns0, x);
     QM_TRY(wb_put(b, x, 256));
-    /* Entries with their left-tree paths as of H - 1. */
-    qm_put_u32le(x, (u32)m);
-    QM_TRY(wb_put(b, x, 4));
-    for (u64 i = 0; i < m; i++) {
-        u64 sn = need[i], tid = sn >> QM_TWIG_SHIFT;
+    /* The entry before next_sn (binds next_sn), then the entries the block reads, each with
+     * its left-tree path as of H - 1. */
+    for (u64 i = 0; i <= m; i++) {
+        if (i == 1) {
+            qm_put_u32le(x, (u32)m);
+            QM_TRY(wb_put(b, x, 4));
+        }
+        u64 sn = i == 0 ? ns0 - 1 : need[i - 1], tid = sn >> QM_TWIG_SHIFT;
         qm_entry e;
         QM_TRY(qm_shard_read_entry(s, v.pos[sn - v.base], &eb, &e));
         if (e.sn != sn)
@@ -317,6 +320,10 @@ shard_section(const qm_proof_ctx *ctx, unsigned k, const qm_states_shard *pre,
                     qm_hpfile_read(&s->twigs, tid * QM_TWIG_REC + (u64)((j ^ 1) - 1) * 32, x, 32));
             QM_TRY(wb_put(b, x, 32));
         }
+    }
+    if (m == 0) {
+        qm_put_u32le(x, 0);
+        QM_TRY(wb_put(b, x, 4));
     }
 out:
     free(need);

@@ -256,6 +256,41 @@ wv_set_bit(wv_shard *s, u64 sn, bool on)
         t->bits[p >> 3] &= (u8) ~(1u << (p & 7));
 }
 
+/* Parses an entry record with its left-tree path at *off: the entry must lie in the shard's
+ * unpruned entries below next_sn and hash to its twig's left root (yleft: the youngest's). */
+static int
+wv_path_entry(wv *w, const wv_shard *s, const u8 *p, size_t len, size_t *off, const u8 yleft[32],
+              wv_ent *e)
+{
+    size_t o = *off;
+    if (len - o < 4)
+        WHY("truncated entry record");
+    u32 n = wv_u32(p + o);
+    o += 4;
+    if (n > len - o || len - o - n < 352)
+        WHY("truncated entry record");
+    QM_RET(wv_decode(w, p + o, n, e));
+    o += n;
+    if (e->sn >= s->next_sn || e->sn < (s->first << QM_TWIG_SHIFT))
+        WHY("witness entry lies outside the shard's unpruned entries");
+    u8 node[32];
+    qm_sha256(e->payload, e->len, node);
+    unsigned pos = (unsigned)(e->sn & QM_TWIG_MASK);
+    for (unsigned l = 0; l < 11; l++) {
+        const u8 *peer = p + o + 32 * l;
+        if ((pos >> l) & 1)
+            qm_h2((u8)l, peer, node, node);
+        else
+            qm_h2((u8)l, node, peer, node);
+    }
+    o += 352;
+    u64 t = (e->sn >> QM_TWIG_SHIFT) - s->first;
+    if (memcmp(node, t == s->ntw - 1 ? yleft : s->tw[t].left, 32) != 0)
+        WHY("witness entry does not hash to its twig's left root");
+    *off = o;
+    return 0;
+}
+
 /* Parses shard k's section at *off and checks it against root r. */
 static int
 wv_section(wv *w, const u8 *p, size_t len, size_t *off, unsigned k, const u8 r[32])
@@ -304,7 +339,7 @@ wv_section(wv *w, const u8 *p, size_t len, size_t *off, unsigned k, const u8 r[3
         memcpy(s->fr[l], p + o, 32);
         o += 32;
     }
-    if (len - o < 256 + 4)
+    if (len - o < 256)
         WHY("truncated youngest-twig ActiveBits");
     memcpy(s->tw[ntw - 1].bits, p + o, 256);
     o += 256;
@@ -322,7 +357,17 @@ wv_section(wv *w, const u8 *p, size_t len, size_t *off, unsigned k, const u8 r[3
     QM_RET(wv_shard_root(w, s, root));
     if (memcmp(root, r, 32) != 0)
         WHY("shard summary does not hash to its pre-state shard root");
+    u8 yleft[32];
+    wv_young_left(w, s, yleft);
+    /* The entry at next_sn - 1: its leaf is not null, so next_sn is not overstated (the
+     * frontier alone could pass null leaves off as filled ones). */
+    wv_ent last;
+    QM_RET(wv_path_entry(w, s, p, len, &o, yleft, &last));
+    if (last.sn != s->next_sn - 1)
+        WHY("last entry record is not the entry before next_sn");
     /* Entries, each with its left-tree path to its twig's left root. */
+    if (len - o < 4)
+        WHY("truncated entry count");
     u32 m = wv_u32(p + o);
     o += 4;
     if (m > (len - o) / (4 + QM_PROOF_ENTRY_MIN + 352))
@@ -331,40 +376,15 @@ wv_section(wv *w, const u8 *p, size_t len, size_t *off, unsigned k, const u8 r[3
     if (!s->old)
         return -ENOMEM;
     s->nold = m;
-    u8 yleft[32];
-    wv_young_left(w, s, yleft);
     for (u32 i = 0; i < m; i++) {
         wv_ent *e = &s->old[i];
-        if (len - o < 4)
-            WHY("truncated entry record");
-        u32 n = wv_u32(p + o);
-        o += 4;
-        if (n > len - o || len - o - n < 352)
-            WHY("truncated entry record");
-        QM_RET(wv_decode(w, p + o, n, e));
-        o += n;
+        QM_RET(wv_path_entry(w, s, p, len, &o, yleft, e));
         if (i > 0 && e->sn <= s->old[i - 1].sn)
             WHY("witness entries are not in ascending SN order");
-        if (e->sn >= s->next_sn || e->sn < (s->first << QM_TWIG_SHIFT))
-            WHY("witness entry lies outside the shard's unpruned entries");
         if ((unsigned)(e->kh[0] >> 4) != k)
             WHY("witness entry lies in another shard");
         if (!wv_bit(s, e->sn))
             WHY("witness entry is not live before the block");
-        u8 node[32];
-        qm_sha256(e->payload, e->len, node);
-        unsigned pos = (unsigned)(e->sn & QM_TWIG_MASK);
-        for (unsigned l = 0; l < 11; l++) {
-            const u8 *peer = p + o + 32 * l;
-            if ((pos >> l) & 1)
-                qm_h2((u8)l, peer, node, node);
-            else
-                qm_h2((u8)l, node, peer, node);
-        }
-        o += 352;
-        u64 t = (e->sn >> QM_TWIG_SHIFT) - s->first;
-        if (memcmp(node, t == s->ntw - 1 ? yleft : s->tw[t].left, 32) != 0)
-            WHY("witness entry does not hash to its twig's left root");
     }
     *off = o;
     return 0;
