@@ -252,7 +252,7 @@ shard_section(const qm_proof_ctx *ctx, unsigned k, const qm_states_shard *pre,
         qm_sha256(ops[i].key, ops[i].klen, kh);
         if (qm_shard_of(kh) != k)
             continue;
-        u64 sn;
+        u64 sn = 0;
         QM_TRY(find_at(s, &v, ns0, kh, ops[i].key, ops[i].klen, &eb, &sn));
         if (n == cap) {
             u64 *x = realloc(need, 2 * cap * sizeof(u64));
