@@ -508,6 +508,97 @@ typedef struct qmdb_proof_info {
  *  info->struct_size is not set (QMDB_PROOF_INFO_INIT). */
 QMDB_API int qmdb_proof_info_get(const uint8_t *proof, size_t len, qmdb_proof_info *info);
 
+/** Version of the multi-key proof format written by qmdb_prove_many (magic "QMMP"). */
+#define QMDB_MPROOF_FORMAT_VERSION 1
+/** Most keys in one multi-key proof. */
+#define QMDB_MPROOF_MAX_KEYS (1u << 20)
+
+/**
+ * Builds one proof for nkeys keys (1..QMDB_MPROOF_MAX_KEYS; repeats allowed) at `height`
+ * (UINT64_MAX: the latest), against the latest committed state root: for each key, its value
+ * or its absence at that height, as qmdb_prove would show it, with every entry and Merkle node
+ * that several keys share written once (docs/PROOFS.md §9). On success *out (free with
+ * qmdb_proof_free) holds *outlen bytes. Errors as qmdb_prove (the first failing key decides),
+ * QMDB_INVALID for a bad key or count.
+ */
+QMDB_API int qmdb_prove_many(qmdb_db *db, const void *const *keys, const size_t *klens,
+                             size_t nkeys, uint64_t height, uint8_t **out, size_t *outlen);
+
+/** What a verified multi-key proof shows for one key. */
+typedef struct qmdb_proof_answer {
+    int present;          /**< 1: the key has `value`; 0: the key has no value */
+    const uint8_t *value; /**< points into the proof bytes (NULL when absent) */
+    size_t vlen;
+} qmdb_proof_answer;
+
+/**
+ * Verifies a multi-key proof for keys[0..nkeys) (the same list, in the same order, that it
+ * was built for) under the trusted state root `root` at `height` (UINT64_MAX: at the height
+ * of `root`; then every answer must rest on a live entry). Pure: no I/O, no global state
+ * beyond the hash backend; it allocates scratch memory proportional to the proof's entries
+ * and frees it before returning. On 0, answers[i] (the caller's array of nkeys) holds what
+ * the proof shows for keys[i] and *proved_height_out (if not NULL) the proof's height.
+ * Returns QMDB_BAD_PROOF with *why (static string) if the proof does not hold, QMDB_INVALID
+ * for malformed arguments, -ENOMEM if the scratch memory is not available.
+ */
+QMDB_API int qmdb_proof_verify_many(const uint8_t *proof, size_t len,
+                                    const uint8_t root[QMDB_HASH_LEN], const void *const *keys,
+                                    const size_t *klens, size_t nkeys, uint64_t height,
+                                    uint64_t *proved_height_out, qmdb_proof_answer *answers,
+                                    const char **why);
+
+/* ---- Block witnesses (docs/PROOFS.md §10) ---------------------------------------------- */
+
+/** Version of the block witness format written by qmdb_witness (magic "QMBW"). */
+#define QMDB_WITNESS_FORMAT_VERSION 1
+
+/** One operation of a block, for witnesses: transaction index tx (0-based, non-decreasing
+ *  along the array), key, and value (NULL: delete). */
+typedef struct qmdb_block_op {
+    uint32_t tx;
+    const void *key;
+    size_t klen;
+    const void *value; /**< NULL: delete */
+    size_t vlen;
+} qmdb_block_op;
+
+/**
+ * Builds the witness of block `height` (1..latest, with the state of height - 1 still in the
+ * history window): what a verifier holding no database needs to compute the block's
+ * post-state root from the root of height - 1 and the block's operations. ops/nops are the
+ * block's operations (as committed); with ops NULL the witness is built from the log alone
+ * and covers every operation that changed the state, but not a delete of an absent key in a
+ * shard (qmdb_witness_verify then fails with a reason, never a wrong root).
+ * On success *out (free with qmdb_proof_free) holds *outlen bytes. Returns QMDB_NOTFOUND for
+ * a height above the latest or 0, QMDB_PRUNED when the state of height - 1 is no longer
+ * available, QMDB_INVALID for bad arguments.
+ */
+QMDB_API int qmdb_witness(qmdb_db *db, uint64_t height, const qmdb_block_op *ops, size_t nops,
+                          uint8_t **out, size_t *outlen);
+
+/** The compaction parameters of a database (FORMAT.md §7; fixed at creation). */
+typedef struct qmdb_compaction_params {
+    uint64_t compact_thres;
+    uint32_t utilization_ratio, utilization_div;
+} qmdb_compaction_params;
+
+/**
+ * Verifies a block witness and computes the post-state root. Pure: no I/O, no global state
+ * beyond the hash backend; it allocates scratch memory and frees it before returning.
+ * pre_root: the trusted root of height - 1; ops/nops: block `height` (nops may be 0);
+ * params: the chain's compaction parameters, which the witness must state (NULL: take the
+ * witness's; the state root does not commit to them). On 0, post_root holds the root the
+ * engine computes for the block. Returns QMDB_BAD_PROOF with
+ * *why (static string) when the witness does not match the pre-root, the block or itself,
+ * QMDB_INVALID for malformed arguments (ops out of tx order, bad key or value lengths),
+ * -ENOMEM.
+ */
+QMDB_API int qmdb_witness_verify(const uint8_t *witness, size_t len,
+                                 const uint8_t pre_root[QMDB_HASH_LEN], uint64_t height,
+                                 const qmdb_block_op *ops, size_t nops,
+                                 const qmdb_compaction_params *params,
+                                 uint8_t post_root[QMDB_HASH_LEN], const char **why);
+
 /* ---- end of Proofs ---------------------------------------------------------------------- */
 
 /* ---- State sync: snapshot chunks (docs/SYNC.md) ------------------------------------------ */

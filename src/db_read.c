@@ -186,6 +186,58 @@ qmdb_prove(qmdb_db *db, const void *key, size_t klen, uint64_t height, uint8_t *
     return qm_prove(&ctx, key, klen, height, out, outlen);
 }
 
+int
+qmdb_prove_many(qmdb_db *db, const void *const *keys, const size_t *klens, size_t nkeys,
+                uint64_t height, uint8_t **out, size_t *outlen)
+{
+    if (!db || !keys || !klens || nkeys == 0 || nkeys > QMDB_MPROOF_MAX_KEYS || !out || !outlen)
+        return QMDB_INVALID;
+    for (size_t i = 0; i < nkeys; i++)
+        if (!keys[i] || klens[i] == 0 || klens[i] > QMDB_MAX_KEY_LEN)
+            return QMDB_INVALID;
+    *out = NULL;
+    *outlen = 0;
+    if (db_fatal(db))
+        return QMDB_PANIC;
+    QM_RET(db_drain(db));
+    qm_proof_ctx ctx = {db->shard, db->meta.height, &db->err, &db->proof_cache};
+    return qm_prove_many(&ctx, keys, klens, nkeys, height, out, outlen);
+}
+
+int
+qmdb_witness(qmdb_db *db, uint64_t height, const qmdb_block_op *ops, size_t nops, uint8_t **out,
+             size_t *outlen)
+{
+    if (!db || !out || !outlen || (nops && !ops))
+        return QMDB_INVALID;
+    for (size_t i = 0; i < nops; i++)
+        if (!ops[i].key || ops[i].klen == 0 || ops[i].klen > QMDB_MAX_KEY_LEN)
+            return QMDB_INVALID;
+    *out = NULL;
+    *outlen = 0;
+    if (db_fatal(db))
+        return QMDB_PANIC;
+    QM_RET(db_drain(db));
+    if (height == 0 || height > db->meta.height)
+        return qm_err_set(&db->err, QMDB_NOTFOUND,
+                          "height %" PRIu64 " is not a committed block (latest %" PRIu64 ")",
+                          height, db->meta.height);
+    QM_RET(db_states_ready(db));
+    qm_states_rec pre, post;
+    int rc = qm_states_read(&db->states, db->dir, height - 1, &pre, &db->err);
+    if (!rc)
+        rc = qm_states_read(&db->states, db->dir, height, &post, &db->err);
+    if (rc == QMDB_NOTFOUND)
+        return qm_err_set(&db->err, QMDB_PRUNED,
+                          "the sizes of height %" PRIu64 " are no longer recorded", height - 1);
+    QM_RET(rc);
+    u8 pre_root[32];
+    QM_RET(db_root(db, height - 1, pre_root));
+    qm_proof_ctx ctx = {db->shard, db->meta.height, &db->err, &db->proof_cache};
+    return qm_witness_build(&ctx, height, &pre, &post, &db->par, db->prune_max, pre_root, ops, nops,
+                            out, outlen);
+}
+
 /* ---- Offline check: the checker's view of the handle (check.h) -------------------------- */
 
 void

@@ -33,10 +33,7 @@
 
 /* ---- History cache ---------------------------------------------------------------------- */
 
-typedef struct ph_key {
-    u64 kh8; /* first 8 key-hash bytes, big-endian (sorts like the hash) */
-    u64 sn;
-} ph_key;
+typedef qm_hist_key ph_key;
 
 typedef struct ph_shard {
     bool built;
@@ -212,11 +209,7 @@ ph_lower(const ph_shard *ph, u64 v)
 
 /* ---- Finding the entries ---------------------------------------------------------------- */
 
-typedef struct pr_found {
-    int kind; /* QM_PROOF_PRESENT / QM_PROOF_ABSENT */
-    int live; /* QM_PROOF_ACTIVE / QM_PROOF_DEACTIVATED */
-    qm_entry e, d;
-} pr_found;
+typedef qm_proof_pick pr_found;
 
 static bool
 entry_is_key(const qm_entry *e, const u8 *key, size_t klen)
@@ -413,6 +406,42 @@ record_len(const qm_shard *s, const qm_entry *e)
 }
 
 int
+qm_proof_hist(const qm_proof_ctx *ctx, unsigned shard, qm_hist_view *v)
+{
+    if (!*ctx->cache) {
+        *ctx->cache = calloc(1, sizeof(qm_proof_cache));
+        if (!*ctx->cache)
+            return -ENOMEM;
+    }
+    ph_shard *ph = &(*ctx->cache)->sh[shard];
+    QM_RET(ph_update(&ctx->shards[shard], ph));
+    v->base = ph->base;
+    v->upto = ph->upto;
+    v->pos = ph->pos;
+    v->deact = ph->deact;
+    v->keys = ph->keys;
+    return 0;
+}
+
+int
+qm_prove_find(const qm_proof_ctx *ctx, const u8 kh[32], const void *key, size_t klen, u64 height,
+              qm_proof_pick *f)
+{
+    qm_shard *s = &ctx->shards[qm_shard_of(kh)];
+    f->kind = QM_PROOF_PRESENT;
+    f->live = QM_PROOF_ACTIVE;
+    if (height == ctx->height)
+        return find_latest(s, kh, key, klen, &f->eb, f);
+    if (!*ctx->cache) {
+        *ctx->cache = calloc(1, sizeof(qm_proof_cache));
+        if (!*ctx->cache)
+            return -ENOMEM;
+    }
+    return find_hist(s, &(*ctx->cache)->sh[qm_shard_of(kh)], height, kh, key, klen, &f->eb, &f->db,
+                     f);
+}
+
+int
 qm_prove(const qm_proof_ctx *ctx, const void *key, size_t klen, u64 height, u8 **out,
          size_t *outlen)
 {
@@ -426,22 +455,10 @@ qm_prove(const qm_proof_ctx *ctx, const void *key, size_t klen, u64 height, u8 *
     qm_sha256(key, klen, kh);
     unsigned k = qm_shard_of(kh);
     qm_shard *s = &ctx->shards[k];
-    qm_ebuf eb = {0}, dbuf = {0};
     pr_found f;
     memset(&f, 0, sizeof(f));
     int rc;
-    if (height == ctx->height) {
-        QM_TRY(find_latest(s, kh, key, klen, &eb, &f));
-    } else {
-        if (!*ctx->cache) {
-            *ctx->cache = calloc(1, sizeof(qm_proof_cache));
-            if (!*ctx->cache) {
-                rc = -ENOMEM;
-                goto out;
-            }
-        }
-        QM_TRY(find_hist(s, &(*ctx->cache)->sh[k], height, kh, key, klen, &eb, &dbuf, &f));
-    }
+    QM_TRY(qm_prove_find(ctx, kh, key, klen, height, &f));
     size_t len = QM_PROOF_HDR + record_len(s, &f.e);
     if (f.live == QM_PROOF_DEACTIVATED)
         len += record_len(s, &f.d);
@@ -472,10 +489,10 @@ qm_prove(const qm_proof_ctx *ctx, const void *key, size_t klen, u64 height, u8 *
     memcpy(p + 112, g2[(k >> 2) ^ 1], 32);
     memcpy(p + 144, g3[(k >> 3) ^ 1], 32);
     size_t off = QM_PROOF_HDR, used;
-    rc = put_record(s, &f.e, eb.p, p + off, &used);
+    rc = put_record(s, &f.e, f.eb.p, p + off, &used);
     off += used;
     if (!rc && f.live == QM_PROOF_DEACTIVATED) {
-        rc = put_record(s, &f.d, dbuf.p, p + off, &used);
+        rc = put_record(s, &f.d, f.db.p, p + off, &used);
         off += used;
     }
     if (rc) {
@@ -486,8 +503,8 @@ qm_prove(const qm_proof_ctx *ctx, const void *key, size_t klen, u64 height, u8 *
     *out = p;
     *outlen = len;
 out:
-    qm_ebuf_free(&eb);
-    qm_ebuf_free(&dbuf);
+    qm_ebuf_free(&f.eb);
+    qm_ebuf_free(&f.db);
     return rc;
 }
 

@@ -15,6 +15,8 @@
  *   cmd_read.c    root, get, stat, check
  *   cmd_proof.c   prove, verify
  *   cmd_sync.c    snapshot, restore, backup
+ *   cmd_mproof.c  prove and verify of multi-key proofs (several KEYs)
+ *   cmd_witness.c witness, verify-block (block witnesses)
  *
  * Single-threaded: one run, one command; the globals below belong to that run.
  * The manual (exit codes, options, JSON schemas) is man/qmdb.1.
@@ -63,6 +65,7 @@ typedef enum cli_opt {
     OPT_ABSENT,
     OPT_VERSION,
     OPT_VERIFY,
+    OPT_PRE_ROOT,
     OPT_COUNT
 } cli_opt;
 
@@ -73,7 +76,7 @@ typedef enum cli_opt {
 #define CLI_OPTS_KEY (CLI_OPT(OPT_STR) | CLI_OPT(OPT_HEX) | CLI_OPT(OPT_KEY_STR))
 #define CLI_OPTS_KV (CLI_OPTS_KEY | CLI_OPT(OPT_VALUE_STR))
 
-#define CLI_MAX_POS 3
+#define CLI_MAX_POS 4097 /* prove DIR KEY...: up to 4096 keys */
 
 /* The parsed command line of one subcommand. */
 typedef struct cli_args {
@@ -84,7 +87,7 @@ typedef struct cli_args {
     bool has_height;
     uint64_t height;                /* --height (has_height) */
     const char *output;             /* -o / --output */
-    const char *root, *key, *value; /* verify: --root, --key, --value */
+    const char *root, *key, *value; /* verify: --root, --key, --value; verify-block: --pre-root */
     int next;                       /* stop_at_command: the index of the command in argv */
     qmdb_options create;            /* init: the creation options */
 } cli_args;
@@ -198,7 +201,18 @@ int cmd_snapshot(const cli_cmd *cmd, cli_args *a);
 int cmd_restore(const cli_cmd *cmd, cli_args *a);
 int cmd_backup(const cli_cmd *cmd, cli_args *a);
 int cmd_help(const cli_cmd *cmd, cli_args *a); /* qmdb_cli.c */
-void cli_print_version(void);                  /* cli_args.c */
+/* cmd_mproof.c: prove with several KEYs (pos[1..]); verify with KEYs after FILE (buf, len:
+ * the file's bytes); whether bytes are a multi-key proof (magic and key count). */
+int cmd_prove_many(cli_args *a);
+int cmd_verify_many(cli_args *a, const unsigned char root[32], const unsigned char *buf,
+                    size_t len);
+bool cli_is_mproof(const unsigned char *buf, size_t len);
+int cmd_witness(const cli_cmd *cmd, cli_args *a);      /* cmd_witness.c */
+int cmd_verify_block(const cli_cmd *cmd, cli_args *a); /* cmd_witness.c */
+/* cmd_proof.c: reads all of path ("-": stdin), at most 64 MiB; 0 or an errno value, with
+ * *opened telling whether the file could be opened at all. */
+int cli_read_all(const char *path, unsigned char **out, size_t *outlen, bool *opened);
+void cli_print_version(void); /* cli_args.c */
 /* Open flags of a read-only command: a fast open (the youngest twig hashed, not every
  * entry), or a verifying one with --verify. */
 uint32_t cli_read_flags(const cli_args *a); /* cli_args.c */

@@ -69,6 +69,7 @@ static const struct {
     [OPT_ABSENT] = {"absent", no_argument},
     [OPT_VERSION] = {"version", no_argument},
     [OPT_VERIFY] = {"verify", no_argument},
+    [OPT_PRE_ROOT] = {"pre-root", required_argument},
 };
 
 /* getopt_long's value for a long option: above every character. */
@@ -258,19 +259,28 @@ cli_print_help(const cli_cmd *cmd, FILE *f)
 }
 
 /* The name of positional argument k: the synopsis ends with the max_pos positional words
- * ("DIR KEY VALUE", or "... FILE" after verify's options). */
+ * ("DIR KEY VALUE", or "... FILE" after verify's options). A synopsis with a repeated last
+ * argument ("DIR KEY...", "... FILE KEY...)") names one word before it and then that word. */
 static void
 arg_word(const cli_cmd *cmd, int k, char out[32])
 {
     int words = 1;
     for (const char *q = cmd->args; *q; q++)
         words += *q == ' ';
+    int skip0 = words - cmd->max_pos + k;
+    const char *dots = strstr(cmd->args, "...");
+    if (dots && cmd->max_pos > words) {
+        int at = 0; /* index of the word holding "..." */
+        for (const char *q = cmd->args; q < dots; q++)
+            at += *q == ' ';
+        skip0 = at - 1 + (k > 0 ? 1 : 0);
+    }
     const char *p = cmd->args;
-    for (int skip = words - cmd->max_pos + k; skip > 0 && p; skip--) {
+    for (int skip = skip0; skip > 0 && p; skip--) {
         p = strchr(p, ' ');
         p = p ? p + 1 : NULL;
     }
-    size_t n = p ? strcspn(p, " ") : 0;
+    size_t n = p ? strcspn(p, " .()|") : 0;
     snprintf(out, 32, "%.*s", (int)(n < 31 ? n : 31), p ? p : "");
 }
 
@@ -338,6 +348,7 @@ apply_opt(cli_opt o, const char *v, cli_args *a)
         a->quiet = true;
         break;
     case OPT_ROOT:
+    case OPT_PRE_ROOT:
         a->root = v;
         break;
     case OPT_KEY:

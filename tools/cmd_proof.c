@@ -3,7 +3,8 @@
  * cmd_proof.c -- `qmdb prove` (writes a proof of a key's value or absence, with its header
  * as a summary line or a JSON object) and `qmdb verify` (checks a proof file against a
  * trusted root and a claim). The proof format is docs/PROOFS.md §1; this file reads only its
- * header, through qmdb_proof_info_get, and the key hash at its documented offset.
+ * header, through qmdb_proof_info_get, and the key hash at its documented offset. Several
+ * KEYs (prove) or KEYs after FILE (verify) hand over to the multi-key forms in cmd_mproof.c.
  * Single-threaded.
  */
 #include "cli.h"
@@ -39,6 +40,8 @@ int
 cmd_prove(const cli_cmd *cmd, cli_args *a)
 {
     (void)cmd;
+    if (a->npos > 2)
+        return cmd_prove_many(a);
     size_t klen;
     unsigned char *key = cli_bytes("KEY", a->pos[1], a->key_str, QMDB_MAX_KEY_LEN, &klen);
     if (!key)
@@ -102,10 +105,8 @@ out:
     return rc ? rc : crc;
 }
 
-/* Reads all of path ("-": stdin), at most 64 MiB. Returns 0, or an errno value with *opened
- * telling whether the file could be opened at all. */
-static int
-read_all(const char *path, unsigned char **out, size_t *outlen, bool *opened)
+int
+cli_read_all(const char *path, unsigned char **out, size_t *outlen, bool *opened)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     *opened = f != NULL;
@@ -149,9 +150,10 @@ cmd_verify(const cli_cmd *cmd, cli_args *a)
 {
     (void)cmd;
     const char *file = a->pos[0];
-    if (!a->root || !a->key || a->absent == (a->value != NULL))
-        return cli_error(CLI_USAGE,
-                         "needs --root, --key, exactly one of --value/--absent, and FILE");
+    bool many = a->npos > 1; /* KEYs after FILE: a multi-key proof */
+    if (!a->root || (!many && (!a->key || a->absent == (a->value != NULL))))
+        return cli_error(CLI_USAGE, "needs --root, --key, exactly one of --value/--absent, and "
+                                    "FILE; or --root, FILE and the KEYs of a multi-key proof");
     /* The root: 64 hex digits; "H HEX" as printed by `qmdb root` is accepted too. */
     const char *r = strrchr(a->root, ' ');
     r = r ? r + 1 : a->root;
@@ -161,8 +163,19 @@ cmd_verify(const cli_cmd *cmd, cli_args *a)
     if (strlen(r) != 64 || cli_unhex(r, 64, root) != 32)
         return cli_error(CLI_USAGE, "--root must be 64 hex digits");
     size_t klen, vlen = 0, len = 0;
-    unsigned char *key = cli_bytes("--key", a->key, a->key_str, QMDB_MAX_KEY_LEN, &klen);
-    unsigned char *val = NULL, *buf = NULL;
+    unsigned char *key = NULL, *val = NULL, *buf = NULL;
+    bool opened;
+    int err;
+    if (many) {
+        err = cli_read_all(file, &buf, &len, &opened);
+        if (err)
+            return cli_error(opened && err != EFBIG ? CLI_DB : CLI_USAGE, "cannot %s %s: %s",
+                             opened ? "read" : "open", file, strerror(err));
+        int rc = cmd_verify_many(a, root, buf, len);
+        free(buf);
+        return rc;
+    }
+    key = cli_bytes("--key", a->key, a->key_str, QMDB_MAX_KEY_LEN, &klen);
     if (!key)
         return CLI_USAGE;
     int rc = 0;
@@ -171,12 +184,18 @@ cmd_verify(const cli_cmd *cmd, cli_args *a)
         rc = CLI_USAGE;
         goto out;
     }
-    bool opened;
-    int err = read_all(file, &buf, &len, &opened);
+    err = cli_read_all(file, &buf, &len, &opened);
     if (err) {
         /* A file that is not there or too big is bad input; a failed read is an I/O error. */
         rc = cli_error(opened && err != EFBIG ? CLI_DB : CLI_USAGE, "cannot %s %s: %s",
                        opened ? "read" : "open", file, strerror(err));
+        goto out;
+    }
+    if (cli_is_mproof(buf, len)) {
+        rc = cli_error(CLI_USAGE,
+                       "%s is a multi-key proof: give its KEYs after FILE instead of "
+                       "--key and --value/--absent",
+                       file);
         goto out;
     }
     const char *why = NULL;

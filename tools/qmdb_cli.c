@@ -25,11 +25,13 @@ static const char tool_help[] =
     "  get DIR KEY          print KEY's value\n"
     "  stat DIR             entries, DRAM and SSD bytes per live entry, parameters\n"
     "  check DIR            full offline check of every file\n"
-    "  prove DIR KEY        write a proof of KEY's value or absence\n"
+    "  prove DIR KEY...     write a proof of the KEYs' values or absence\n"
     "  verify FILE          check a proof against a trusted state root\n"
     "  snapshot DIR OUTDIR  write the committed state as verifiable chunks and a manifest\n"
     "  restore NEWDIR INDIR build a database from a snapshot, trusting only --root\n"
     "  backup DIR OUTDIR    a consistent, verified copy of a (live) database\n"
+    "  witness DIR          write the witness of a block (stateless validation)\n"
+    "  verify-block W S     recompute a block's post-state root from its witness\n"
     "  help [COMMAND]       this help, or the help of COMMAND\n"
     "\n"
     "Global options (before or after the command):\n"
@@ -155,23 +157,27 @@ static const cli_cmd commands[] = {
      "offset and \"FAILED: ...\" (exit 3).",
      "  --json       {\"ok\": BOOL, \"problem_count\": N, \"problems\": [TEXT...], ...}\n",
      "  qmdb check /var/lib/qmdb\n", CLI_OPTS_COMMON | CLI_OPT(OPT_JSON), 1, 1, cmd_check, false},
-    {"prove", "DIR KEY",
+    {"prove", "DIR KEY...",
      "Writes a proof of KEY's value (inclusion) or absence (exclusion) at the latest height,\n"
      "or at --height H, against the latest root; a summary line goes to stdout with -o, else\n"
-     "to stderr. docs/PROOFS.md describes the proof.",
+     "to stderr. Several KEYs (up to 4096) give one multi-key proof that answers each of them\n"
+     "and holds every shared entry and node once. docs/PROOFS.md describes both formats.",
      "  -o, --output FILE  write the proof to FILE (default: stdout, not a terminal)\n"
      "  --height H         the proof is about block H (history)\n"
      "  --str, --key-str   KEY is text (default: hex)\n"
      "  --hex              KEY is hex (the default)\n"
      "  --json             the proof's header, and the proof in hex, as one object on stdout\n"
      "  --verify           hash every unpruned entry at open (default: a fast open)\n",
-     "  qmdb prove /var/lib/qmdb alice --str -o alice.proof\n",
+     "  qmdb prove /var/lib/qmdb alice --str -o alice.proof\n"
+     "  qmdb prove /var/lib/qmdb alice bob carol --str --height 7 -o abc.proof\n",
      CLI_OPTS_COMMON | CLI_OPTS_KEY | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_OUTPUT) |
          CLI_OPT(OPT_JSON) | CLI_OPT(OPT_VERIFY),
-     2, 2, cmd_prove, false},
-    {"verify", "--root HEX --key KEY (--value VALUE | --absent) FILE",
+     2, CLI_MAX_POS, cmd_prove, false},
+    {"verify", "--root HEX (--key KEY (--value VALUE | --absent) FILE | FILE KEY...)",
      "Checks the proof in FILE ('-': stdin) against the trusted state root: prints \"valid\",\n"
-     "or \"invalid: <reason>\" and exits 4.",
+     "or \"invalid: <reason>\" and exits 4. A multi-key proof is checked for the KEYs given\n"
+     "after FILE (the list it was made for, in order): each valid answer prints a line \"KEY\n"
+     "VALUE\" or \"KEY absent\", then \"valid (height H, N keys)\".",
      "  --root HEX        the trusted root: 64 hex digits, or \"<height> <root>\" as qmdb root\n"
      "                    prints it\n"
      "  --key KEY         the key the proof is about\n"
@@ -182,10 +188,12 @@ static const cli_cmd commands[] = {
      "  --hex             KEY and VALUE are hex (the default)\n"
      "  --json            {\"valid\": BOOL, ...}\n",
      "  qmdb verify --root \"$(qmdb root /var/lib/qmdb)\" --key alice --value 08 --key-str \\\n"
-     "      alice.proof\n",
+     "      alice.proof\n"
+     "  qmdb verify --root \"$(qmdb root /var/lib/qmdb)\" --height 7 --str abc.proof alice bob \\\n"
+     "      carol\n",
      CLI_OPTS_COMMON | CLI_OPTS_KV | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_ROOT) | CLI_OPT(OPT_KEY) |
          CLI_OPT(OPT_VALUE) | CLI_OPT(OPT_ABSENT) | CLI_OPT(OPT_JSON),
-     1, 1, cmd_verify, false},
+     1, CLI_MAX_POS, cmd_verify, false},
     {"snapshot", "DIR OUTDIR",
      "Writes the committed state of DIR (its latest height, or --height H) into OUTDIR as\n"
      "chunks, each\n"
@@ -224,6 +232,30 @@ static const cli_cmd commands[] = {
      "  --verify     hash every unpruned entry of DIR at open (default: a fast open)\n",
      "  qmdb backup /var/lib/qmdb /backup/qmdb-$(date +%F)\n",
      CLI_OPTS_COMMON | CLI_OPT(OPT_JSON) | CLI_OPT(OPT_VERIFY), 2, 2, cmd_backup, false},
+    {"witness", "DIR [SCRIPT]",
+     "Writes the witness of block H (--height): what a verifier without the database needs\n"
+     "to recompute the block's post-state root from the root of H-1 (docs/PROOFS.md §10).\n"
+     "SCRIPT holds block H as an op script (the form `qmdb apply` reads); without it the\n"
+     "witness is built from the log and does not cover deletes of absent keys.",
+     "  --height H         the block to witness (required; H-1 must be in the history window)\n"
+     "  -o, --output FILE  write the witness to FILE (default: stdout, not a terminal)\n"
+     "  --verify           hash every unpruned entry at open (default: a fast open)\n",
+     "  qmdb witness /var/lib/qmdb --height 7 -o b7.witness b7.ops\n",
+     CLI_OPTS_COMMON | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_OUTPUT) | CLI_OPT(OPT_VERIFY), 1, 2,
+     cmd_witness, false},
+    {"verify-block", "--pre-root HEX WITNESS SCRIPT",
+     "Re-executes the block in SCRIPT (an op script; with --height H its block H, else its\n"
+     "first block) on WITNESS against the trusted root of the height before it, and prints\n"
+     "the post-state root as \"<height> <root>\" (exit 0), or \"invalid: <reason>\" (exit 4).\n"
+     "Needs no database. The compaction parameters come from the witness (the state root\n"
+     "does not commit to them); --json shows them with the result.",
+     "  --pre-root HEX     the trusted root of height H-1: 64 hex digits, or \"<height> <root>\"\n"
+     "  --height H         the block of SCRIPT to check (default: its first block)\n"
+     "  --json             {\"valid\": BOOL, \"post_root\": HEX, ...}\n",
+     "  qmdb verify-block --pre-root \"$(qmdb root /var/lib/qmdb --height 6)\" b7.witness \\\n"
+     "      b7.ops\n",
+     CLI_OPTS_COMMON | CLI_OPT(OPT_PRE_ROOT) | CLI_OPT(OPT_HEIGHT) | CLI_OPT(OPT_JSON), 2, 2,
+     cmd_verify_block, false},
     {"help", "[COMMAND]", "Prints the help of the tool, or of COMMAND, on stdout.", "",
      "  qmdb help prove\n", CLI_OPTS_COMMON, 0, 1, cmd_help, false},
 };

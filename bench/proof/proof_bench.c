@@ -4,6 +4,7 @@
  * sizes (issue 4). Public API only.
  *
  *   qmdb-proof-bench [--entries N] [--proofs M] [--dir DIR] [--block-ops B] [--keep]
+ *                    [--multi-keys K] [--multi-sets S] [--witness-ops A,B,...]
  *
  * Loads N keys (16-byte pseudo-random keys, 32-byte values) in blocks of B operations, then
  * runs 4 update blocks of min(N/10, B) updates each (so historical proofs have something to
@@ -11,7 +12,14 @@
  *   inclusion  M proofs of random live keys at the latest height: generate, then verify;
  *   exclusion  M/4 proofs of random absent keys;
  *   historical M/4 proofs at random heights among the last 5 (value from before the updates);
- *              the first one on each shard pays for the history cache (reported apart).
+ *              the first one on each shard pays for the history cache (reported apart);
+ *   multi-key  S multi-key proofs of K random live keys each at the latest height, and S of K
+ *              random updated keys at an earlier height: generate, verify (every answer
+ *              compared), bytes per key and their ratio to an inclusion proof's bytes;
+ *   witness    after the above, per size A, B, ... (default 1000,10000) one block of that
+ *              many random operations (60% updates, 25% creates, 15% deletes), committed; its
+ *              witness is built (timed) and verified (timed) against the root before it, and
+ *              the post-state root compared with the engine's; bytes per operation.
  * Prints one line per kind and a JSON summary on the last line. Uses DIR (default
  * ./proof-bench-db), which must not exist; removed at the end unless --keep.
  *
@@ -80,7 +88,8 @@ report(const kind_stats *k)
 
 /* The command line. */
 typedef struct pb_cfg {
-    uint64_t n, m, block_ops;
+    uint64_t n, m, block_ops, mkeys, msets;
+    const char *wops;
     const char *dir;
     int keep;
 } pb_cfg;
@@ -106,15 +115,23 @@ parse_args(pb_cfg *c, int argc, char **argv)
             c->block_ops = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
             c->dir = argv[++i];
+        else if (strcmp(argv[i], "--multi-keys") == 0 && i + 1 < argc)
+            c->mkeys = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--multi-sets") == 0 && i + 1 < argc)
+            c->msets = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--witness-ops") == 0 && i + 1 < argc)
+            c->wops = argv[++i];
         else if (strcmp(argv[i], "--keep") == 0)
             c->keep = 1;
         else {
             fprintf(stderr, "usage: qmdb-proof-bench [--entries N] [--proofs M] [--dir DIR] "
-                            "[--block-ops B] [--keep]\n");
+                            "[--block-ops B] [--keep] [--multi-keys K] [--multi-sets S] "
+                            "[--witness-ops A,B,...]\n");
             return 2;
         }
     }
-    if (c->n == 0 || c->m == 0 || c->block_ops == 0)
+    if (c->n == 0 || c->m == 0 || c->block_ops == 0 || c->mkeys == 0 ||
+        c->mkeys > QMDB_MPROOF_MAX_KEYS || c->msets == 0)
         return 2;
     return -1;
 }
@@ -266,10 +283,154 @@ bench_kind(const pb_cfg *c, const pb_db *d, int kind, kind_stats *k, uint8_t **p
     return 0;
 }
 
+/* Multi-key proofs: sets of c->mkeys keys, latest (hist 0) or historical (hist 1). */
+typedef struct multi_stats {
+    uint64_t sets, keys;
+    double gen_s, ver_s, bytes;
+} multi_stats;
+
+static int
+bench_multi(const pb_cfg *c, const pb_db *d, int hist, multi_stats *ms)
+{
+    uint64_t k = c->mkeys;
+    uint8_t(*keys)[16] = calloc(k, 16);
+    const void **kp = calloc(k, sizeof(void *));
+    size_t *kl = calloc(k, sizeof(size_t));
+    uint64_t *ids = calloc(k, sizeof(uint64_t));
+    qmdb_proof_answer *ans = calloc(k, sizeof(qmdb_proof_answer));
+    if (!keys || !kp || !kl || !ids || !ans)
+        die("alloc", -12);
+    memset(ms, 0, sizeof(*ms));
+    for (uint64_t s = 0; s < c->msets; s++) {
+        uint64_t h = hist ? d->hl + 1 + s % 3 : UINT64_MAX;
+        for (uint64_t j = 0; j < k; j++) {
+            uint64_t r = mix(s * 1000003ull + j * 7 + (uint64_t)hist * 99991 + 17);
+            ids[j] = hist ? r % d->nupd : r % c->n;
+            make_key(ids[j], keys[j]);
+            kp[j] = keys[j];
+            kl[j] = 16;
+        }
+        uint8_t *p;
+        size_t len;
+        double t = now_s();
+        int rc = qmdb_prove_many(d->db, kp, kl, k, h, &p, &len);
+        if (rc != 0)
+            die("prove_many", rc);
+        ms->gen_s += now_s() - t;
+        const char *why = NULL;
+        t = now_s();
+        rc = qmdb_proof_verify_many(p, len, d->root, kp, kl, k, h, NULL, ans, &why);
+        ms->ver_s += now_s() - t;
+        if (rc) {
+            fprintf(stderr, "multi-key proof %" PRIu64 " does not verify: %s\n", s, why);
+            return 1;
+        }
+        for (uint64_t j = 0; j < k; j++) {
+            uint8_t val[32];
+            uint64_t ver = hist ? h - d->hl : (ids[j] < d->nupd ? 4 : 0);
+            make_val(ids[j], ver, val);
+            if (!ans[j].present || ans[j].vlen != 32 || memcmp(ans[j].value, val, 32) != 0) {
+                fprintf(stderr, "multi-key proof %" PRIu64 ": wrong answer for key %" PRIu64 "\n",
+                        s, j);
+                return 1;
+            }
+        }
+        ms->bytes += (double)len;
+        ms->sets++;
+        ms->keys += k;
+        qmdb_proof_free(p);
+    }
+    free(keys);
+    free(kp);
+    free(kl);
+    free(ids);
+    free(ans);
+    return 0;
+}
+
+static void
+report_multi(const char *name, const multi_stats *ms, double single_bytes)
+{
+    printf("%-11s %8" PRIu64 " proofs of %" PRIu64 " keys  gen %9.0f keys/s  verify %9.0f keys/s  "
+           "%7.1f bytes/key (%.2f of a single proof)\n",
+           name, ms->sets, ms->keys / ms->sets, ms->keys / ms->gen_s, ms->keys / ms->ver_s,
+           ms->bytes / (double)ms->keys, ms->bytes / (double)ms->keys / single_bytes);
+}
+
+/* One block of nops random operations on the loaded database, then its witness. */
+typedef struct wit_stats {
+    uint64_t ops;
+    double build_s, verify_s, bytes;
+} wit_stats;
+
+static int
+bench_witness(pb_db *d, const pb_cfg *c, uint64_t nops, uint64_t *next_new, wit_stats *ws)
+{
+    qmdb_block_op *ops = calloc(nops, sizeof(qmdb_block_op));
+    uint8_t(*keys)[16] = calloc(nops, 16), (*vals)[32] = calloc(nops, 32);
+    qmdb_batch *b;
+    if (!ops || !keys || !vals || qmdb_batch_new(&b) != 0)
+        die("alloc", -12);
+    uint8_t pre[32];
+    memcpy(pre, d->root, 32);
+    for (uint64_t j = 0; j < nops; j++) {
+        uint64_t r = mix(d->h * 7919 + j), kind = r % 100, id;
+        if (kind < 25)
+            id = (*next_new)++; /* create */
+        else
+            id = (r >> 8) % c->n; /* update or delete of a loaded key (maybe deleted already) */
+        make_key(id, keys[j]);
+        ops[j].key = keys[j];
+        ops[j].klen = 16;
+        if (kind < 85) {
+            make_val(id, 100 + d->h, vals[j]);
+            ops[j].value = vals[j];
+            ops[j].vlen = 32;
+            if (qmdb_batch_put(b, keys[j], 16, vals[j], 32) != 0)
+                die("put", -1);
+        } else if (qmdb_batch_del(b, keys[j], 16) != 0) {
+            die("del", -1);
+        }
+    }
+    int rc = qmdb_commit(d->db, ++d->h, b, d->root);
+    if (rc)
+        die("commit", rc);
+    qmdb_batch_free(b);
+    uint8_t *w;
+    size_t len;
+    double t = now_s();
+    if ((rc = qmdb_witness(d->db, d->h, ops, nops, &w, &len)) != 0)
+        die("witness", rc);
+    ws->build_s = now_s() - t;
+    uint8_t post[32];
+    const char *why = NULL;
+    t = now_s();
+    rc = qmdb_witness_verify(w, len, pre, d->h, ops, nops, NULL, post, &why);
+    ws->verify_s = now_s() - t;
+    if (rc || memcmp(post, d->root, 32) != 0) {
+        fprintf(stderr, "witness of a %" PRIu64 "-op block: %s\n", nops,
+                rc ? why : "post-state root differs from the engine's");
+        return 1;
+    }
+    ws->ops = nops;
+    ws->bytes = (double)len;
+    qmdb_proof_free(w);
+    free(ops);
+    free(keys);
+    free(vals);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
-    pb_cfg c = {.n = 1000000, .m = 100000, .block_ops = 100000, .dir = "./proof-bench-db"};
+    pb_cfg c = {.n = 1000000,
+                .m = 100000,
+                .block_ops = 100000,
+                .mkeys = 1000,
+                .msets = 20,
+                .wops = "1000,10000",
+                .dir = "./proof-bench-db"};
     int st = parse_args(&c, argc, argv);
     if (st >= 0)
         return st;
@@ -292,12 +453,50 @@ main(int argc, char **argv)
             return 1;
     printf("history cache warm-up (200 historical proofs, building every shard's cache): %.2f s\n",
            hist_first_s);
+    multi_stats mm[2];
+    for (int hist = 0; hist < 2; hist++)
+        if (bench_multi(&c, &d, hist, &mm[hist]))
+            return 1;
+    double incl_bytes = ks[0].bytes / (double)ks[0].n, hist_bytes = ks[2].bytes / (double)ks[2].n;
+    report_multi("multi-key", &mm[0], incl_bytes);
+    report_multi("multi-hist", &mm[1], hist_bytes);
+    wit_stats ws[8];
+    int nws = 0;
+    uint64_t next_new = c.n * 100;
+    for (const char *q = c.wops; *q && nws < 8;) {
+        uint64_t nops = strtoull(q, NULL, 10);
+        if (nops == 0)
+            break;
+        if (bench_witness(&d, &c, nops, &next_new, &ws[nws]))
+            return 1;
+        printf("witness     block of %6" PRIu64 " ops  build %7.3f s  verify %7.3f s  %9.0f bytes "
+               "(%.0f bytes/op)\n",
+               nops, ws[nws].build_s, ws[nws].verify_s, ws[nws].bytes, ws[nws].bytes / nops);
+        nws++;
+        q = strchr(q, ',');
+        if (!q)
+            break;
+        q++;
+    }
     printf("{\"entries\": %" PRIu64, c.n);
     for (int kind = 0; kind < 3; kind++)
         printf(", \"%s\": {\"proofs\": %" PRIu64 ", \"gen_per_s\": %.0f, \"verify_per_s\": %.0f, "
                "\"bytes_per_proof\": %.1f}",
                ks[kind].name, ks[kind].n, ks[kind].n / ks[kind].gen_s, ks[kind].n / ks[kind].ver_s,
                ks[kind].bytes / (double)ks[kind].n);
+    for (int hist = 0; hist < 2; hist++)
+        printf(", \"%s\": {\"proofs\": %" PRIu64 ", \"keys_per_proof\": %" PRIu64
+               ", \"gen_keys_per_s\": %.0f, \"verify_keys_per_s\": %.0f, \"bytes_per_key\": %.1f, "
+               "\"ratio_to_single\": %.3f}",
+               hist ? "multi_historical" : "multi_key", mm[hist].sets, c.mkeys,
+               mm[hist].keys / mm[hist].gen_s, mm[hist].keys / mm[hist].ver_s,
+               mm[hist].bytes / (double)mm[hist].keys,
+               mm[hist].bytes / (double)mm[hist].keys / (hist ? hist_bytes : incl_bytes));
+    for (int i = 0; i < nws; i++)
+        printf(", \"witness_%" PRIu64
+               "\": {\"build_s\": %.3f, \"verify_s\": %.3f, \"bytes\": %.0f, "
+               "\"bytes_per_op\": %.0f}",
+               ws[i].ops, ws[i].build_s, ws[i].verify_s, ws[i].bytes, ws[i].bytes / ws[i].ops);
     printf(", \"history_warmup_s\": %.2f, \"load_s\": %.1f}\n", hist_first_s, d.load_s);
     free(proofs);
     free(lens);

@@ -1,7 +1,9 @@
 #!/bin/sh
 # test_proof_cli.sh QMDB -- qmdb prove / qmdb verify end to end: inclusion, exclusion and
 # historical proofs verified against `qmdb root` output; wrong value, key, height, root or a
-# flipped proof byte must fail with exit code 4 and a reason.
+# flipped proof byte must fail with exit code 4 and a reason. Multi-key proofs: answers of
+# several keys (latest and historical) printed by verify; wrong height, order or key list fail.
+# Block witnesses: qmdb witness / qmdb verify-block print the engine's root of the block.
 set -eu
 QMDB=$1
 T=$(mktemp -d "${TMPDIR:-/tmp}/qmdb-proof-cli-XXXXXX")
@@ -85,5 +87,55 @@ set +e
 [ $rc -eq 1 ] || fail "height above latest exit $rc"
 "$QMDB" verify --root "$ROOT" --key 6b31 "$T/h1" 2>/dev/null; rc=$?
 [ $rc -eq 2 ] || fail "missing --value/--absent exit $rc"
+set -e
+
+# Multi-key proofs: several KEYs to prove, the same KEYs after FILE to verify.
+"$QMDB" prove "$T/db" 6b31 6b32 6b34 6b39 --height 1 -o "$T/m1" >/dev/null
+"$QMDB" verify --root "$ROOT" --height 1 "$T/m1" 6b31 6b32 6b34 6b39 > "$T/out"
+printf '6b31 7631\n6b32 7632\n6b34 absent\n6b39 absent\nvalid (height 1, 4 keys)\n' > "$T/want"
+cmp -s "$T/out" "$T/want" || fail "multi-key historical: $(cat "$T/out")"
+"$QMDB" prove "$T/db" k1 k2 k4 --str > "$T/m2" 2>/dev/null
+"$QMDB" verify --root "$ROOTLINE" --str "$T/m2" k1 k2 k4 > "$T/out"
+printf 'k1 v11\nk2 absent\nk4 v4\nvalid (height 3, 3 keys)\n' > "$T/want"
+cmp -s "$T/out" "$T/want" || fail "multi-key latest: $(cat "$T/out")"
+"$QMDB" verify --root "$ROOT" --json --str "$T/m2" k1 k2 k4 | grep -q '"valid": true' \
+    || fail "multi-key json"
+set +e
+"$QMDB" verify --root "$ROOT" "$T/m1" 6b31 6b32 6b34 6b39 > "$T/out"; rc=$?
+[ $rc -eq 4 ] && grep -q "^invalid: " "$T/out" || fail "multi-key without --height exit $rc"
+"$QMDB" verify --root "$ROOT" --height 1 "$T/m1" 6b31 6b32 6b39 6b34 >/dev/null; rc=$?
+[ $rc -eq 4 ] || fail "multi-key with keys in another order exit $rc"
+"$QMDB" verify --root "$ROOT" --height 1 "$T/m1" 6b31 6b32 6b34 >/dev/null; rc=$?
+[ $rc -eq 4 ] || fail "multi-key with a key missing exit $rc"
+"$QMDB" verify --root "$ROOT" --key 6b31 --absent "$T/m1" 2>/dev/null; rc=$?
+[ $rc -eq 2 ] || fail "multi-key proof with --key exit $rc"
+"$QMDB" prove "$T/db" 6b31 6b32 --height 9 -o "$T/m9" 2>/dev/null; rc=$?
+[ $rc -eq 1 ] || fail "multi-key height above latest exit $rc"
+set -e
+
+# Block witnesses: block 2 of s1 (update, delete) checked against the root of height 1.
+cat > "$T/b2" <<'S'
+block 2
+put 6b31 763131
+del 6b32
+commit
+S
+PRE=$("$QMDB" root "$T/db" --height 1)
+POST=$("$QMDB" root "$T/db" --height 2)
+"$QMDB" witness "$T/db" --height 2 -o "$T/w2" "$T/b2" >/dev/null
+[ "$("$QMDB" verify-block --pre-root "$PRE" "$T/w2" "$T/b2")" = "$POST" ] || fail "verify-block"
+"$QMDB" witness "$T/db" --height 2 -o "$T/w2log" >/dev/null 2>&1
+[ "$("$QMDB" verify-block --pre-root "$PRE" "$T/w2log" "$T/b2")" = "$POST" ] \
+    || fail "verify-block (witness from the log)"
+sed 's/763131/763132/' "$T/b2" > "$T/b2x"
+set +e
+"$QMDB" verify-block --pre-root "$PRE" "$T/w2" "$T/b2x" > "$T/out"; rc=$?
+[ $rc -eq 4 ] && grep -q "^invalid: " "$T/out" || fail "verify-block other block exit $rc"
+"$QMDB" verify-block --pre-root "$POST" "$T/w2" "$T/b2" >/dev/null; rc=$?
+[ $rc -eq 4 ] || fail "verify-block wrong pre-root exit $rc"
+"$QMDB" witness "$T/db" --height 9 -o "$T/w9" 2>/dev/null; rc=$?
+[ $rc -eq 1 ] || fail "witness above the latest exit $rc"
+"$QMDB" witness "$T/db" -o "$T/w9" 2>/dev/null; rc=$?
+[ $rc -eq 2 ] || fail "witness without --height exit $rc"
 set -e
 echo "proof CLI: ok"
