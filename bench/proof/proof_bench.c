@@ -131,8 +131,13 @@ parse_args(pb_cfg *c, int argc, char **argv)
         }
     }
     if (c->n == 0 || c->m == 0 || c->block_ops == 0 || c->mkeys == 0 ||
-        c->mkeys > QMDB_MPROOF_MAX_KEYS || c->msets == 0)
+        c->mkeys > QMDB_MPROOF_MAX_KEYS || c->msets == 0) {
+        fprintf(stderr,
+                "qmdb-proof-bench: --entries, --proofs, --block-ops and --multi-sets must be "
+                "positive, and --multi-keys between 1 and %u\n",
+                (unsigned)QMDB_MPROOF_MAX_KEYS);
         return 2;
+    }
     return -1;
 }
 
