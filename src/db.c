@@ -185,6 +185,7 @@ db_make_durable(qmdb_db *db, qm_meta *m, bool block)
     QM_RET(qm_meta_store(db->dir, &db->meta_fd, m, &db->err));
     pthread_mutex_lock(&db->mu);
     db->meta = *m;
+    __atomic_store_n(&db->durable, m->height, __ATOMIC_RELEASE);
     db->blocks += block; /* with meta: a waiter that sees the height sees the count */
     pthread_cond_broadcast(&db->cv);
     pthread_mutex_unlock(&db->mu);
