@@ -7,12 +7,17 @@
  * rollbacks followed by different blocks at the same heights (the log tail is cut and
  * rewritten), and a reopen. The last part reopens with QMDB_NO_MMAP=1 (every read through
  * pread) and checks that values and roots are the same as through the log's read mapping.
+ * A second part has reader threads doing committed point reads while blocks are committed
+ * (new segments mapped, old ones pruned and unmapped under them); every answer must be the
+ * value of a height that was durable during the read.
  * CTest runs it as is, with QMDB_NO_MMAP=1 throughout, and with the hybrid indexer.
  * Uses qmdb.h only (plus POSIX).
  */
 #include "../test.h"
 #include "qmdb.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -124,6 +129,100 @@ check_all(qmdb_db *db, const char *when)
     CHECK(bad == 0);
 }
 
+/* ---- Committed point reads beside the writer ---- */
+
+#define HOT 256u /* keys rewritten by every block */
+static atomic_int stop_readers;
+static atomic_uint reader_bad, reader_reads;
+
+/* Key i's value at height h: h, i, then a filler whose length varies with h (some long). */
+static size_t
+hot_value(uint64_t h, unsigned i, uint8_t *out)
+{
+    size_t len = 16 + (size_t)((h * 7 + i) % 5 == 0 ? 900 + (h * 131 + i) % 1500 : (h + i) % 40);
+    memcpy(out, &h, 8);
+    memcpy(out + 8, &(uint64_t){i}, 8);
+    for (size_t j = 16; j < len; j++)
+        out[j] = (uint8_t)(h * 31 + i * 7 + j);
+    return len;
+}
+
+static void *
+reader_main(void *arg)
+{
+    qmdb_db *db = arg;
+    uint8_t buf[VMAX], want[VMAX];
+    uint64_t x = (uint64_t)(uintptr_t)&buf | 1;
+    while (!atomic_load(&stop_readers)) {
+        unsigned i = (unsigned)(test_xorshift(&x) % HOT);
+        char key[16];
+        snprintf(key, sizeof(key), "hot-%03u", i);
+        uint64_t lo = qmdb_height(db), h = 0;
+        size_t vlen = 0;
+        int rc = qmdb_get_committed(db, key, strlen(key), buf, sizeof(buf), &vlen);
+        uint64_t hi = qmdb_height(db);
+        if (rc == 0 && vlen >= 16)
+            memcpy(&h, buf, 8);
+        if (rc != 0 || vlen < 16 || h < lo || h > hi || hot_value(h, i, want) != vlen ||
+            memcmp(buf, want, vlen) != 0)
+            atomic_fetch_add(&reader_bad, 1);
+        atomic_fetch_add(&reader_reads, 1);
+    }
+    return NULL;
+}
+
+static void
+test_readers(const char *path)
+{
+    qmdb_options o;
+    qmdb_options_init(&o);
+    o.entry_segment_bytes = 65536;
+    o.history_blocks = 2;
+    o.compact_thres = 16;
+    o.utilization_ratio = 9;
+    o.utilization_div = 10;
+    CHECK_OK(qmdb_create(path, &o));
+    qmdb_db *db = NULL;
+    CHECK_OK(qmdb_open(path, &o, &db));
+    REQUIRE(db != NULL);
+    qmdb_batch *b = NULL;
+    CHECK_OK(qmdb_batch_new(&b));
+    static uint8_t v[VMAX];
+    char key[16];
+    uint64_t h = 1;
+    for (unsigned i = 0; i < HOT; i++) {
+        snprintf(key, sizeof(key), "hot-%03u", i);
+        CHECK_OK(qmdb_batch_put(b, key, strlen(key), v, hot_value(h, i, v)));
+    }
+    CHECK_OK(qmdb_commit(db, h, b, NULL));
+    pthread_t t[2];
+    for (unsigned r = 0; r < 2; r++)
+        REQUIRE(pthread_create(&t[r], NULL, reader_main, db) == 0);
+    /* Blocks in flight (submit ahead, wait one behind), each rewriting every hot key. */
+    for (h = 2; h <= 120; h++) {
+        qmdb_batch_reset(b);
+        for (unsigned i = 0; i < HOT; i++) {
+            snprintf(key, sizeof(key), "hot-%03u", i);
+            CHECK_OK(qmdb_batch_put(b, key, strlen(key), v, hot_value(h, i, v)));
+        }
+        CHECK_OK(qmdb_submit(db, h, b));
+        CHECK_OK(qmdb_wait(db, h - 1, NULL));
+        if (h % 20 == 0)
+            CHECK_OK(qmdb_prune(db));
+    }
+    CHECK_OK(qmdb_wait(db, h - 1, NULL));
+    atomic_store(&stop_readers, 1);
+    for (unsigned r = 0; r < 2; r++)
+        pthread_join(t[r], NULL);
+    qmdb_stats st = QMDB_STATS_INIT;
+    CHECK_OK(qmdb_stat(db, &st));
+    CHECK(st.pruned_twigs > 0);
+    CHECK(atomic_load(&reader_reads) > 0);
+    CHECK_EQ_U64(atomic_load(&reader_bad), 0);
+    CHECK_OK(qmdb_close(db));
+    qmdb_batch_free(b);
+}
+
 static qmdb_db *
 open_db(const char *path)
 {
@@ -230,6 +329,11 @@ main(void)
     CHECK_MEM(r_map, r_pread, 32);
     check_all(db, "after the same block on the copy");
     CHECK_OK(qmdb_close(db));
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", copy);
+    CHECK(system(cmd) == 0);
+
+    snprintf(copy, sizeof(copy), "%s.rd", dir);
+    test_readers(copy);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", copy);
     CHECK(system(cmd) == 0);
     qmdb_batch_free(b);
