@@ -23,9 +23,10 @@
  * the segment file (no SIGBUS); a cut or prune that shrinks or deletes a segment runs with
  * readers excluded and lowers `flushed`/raises `head` (or unmaps) first. Mappings are made by
  * the writer (open, segment writes) and dropped by prune, cut and close, always with readers
- * excluded; readers find them through `maps`, a table published with release/acquire whose
- * retired copies are freed only at close, so a reader never follows a freed pointer. A
- * read-only handle (whose files another process may cut), a non-POSIX I/O layer (fault
+ * excluded (a write also sets up the page-table entries of the bytes it wrote, so reads of
+ * them take no page fault); readers find them through `maps`, a table published with
+ * release/acquire whose retired copies are freed only at close, so a reader never follows a freed
+ * pointer. A read-only handle (whose files another process may cut), a non-POSIX I/O layer (fault
  * injection sees every read) and QMDB_NO_MMAP=1 in the environment leave files unmapped;
  * every read then goes through pread.
  */
