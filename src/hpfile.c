@@ -135,6 +135,13 @@ map_allowed(void)
     return qm_io_get() == qm_io_posix() && SIZE_MAX > UINT32_MAX;
 }
 
+/* Segment mappings of the whole process, at most QM_HP_MAPS_MAX: every mapping is one of the
+ * process's memory areas (vm.max_map_count, 65,530 by default, shared with malloc and
+ * everything else), so a database with tiny segments reads its oldest ones through pread
+ * rather than exhausting them. */
+#define QM_HP_MAPS_MAX 16384
+static unsigned long hp_maps_live;
+
 /* Maps segment seg through fd (writer, readers excluded). A failure leaves the segment
  * unmapped: its reads use pread. */
 static void
@@ -155,9 +162,15 @@ map_seg(qm_hpfile *f, u64 seg, int fd)
         __atomic_store_n(&f->maps, t, __ATOMIC_RELEASE);
         m = t;
     }
-    void *p = mmap(NULL, (size_t)f->seg_size, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED)
+    if (__atomic_add_fetch(&hp_maps_live, 1, __ATOMIC_RELAXED) > QM_HP_MAPS_MAX) {
+        __atomic_sub_fetch(&hp_maps_live, 1, __ATOMIC_RELAXED);
         return;
+    }
+    void *p = mmap(NULL, (size_t)f->seg_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        __atomic_sub_fetch(&hp_maps_live, 1, __ATOMIC_RELAXED);
+        return;
+    }
     /* Point reads: a fault must not read ahead (as POSIX_FADV_RANDOM for batched reads). */
     (void)madvise(p, (size_t)f->seg_size, MADV_RANDOM);
     __atomic_store_n(&m->seg[seg], (u8 *)p, __ATOMIC_RELEASE);
@@ -192,6 +205,7 @@ unmap_seg(qm_hpfile *f, u64 seg)
     u8 *p = m->seg[seg];
     __atomic_store_n(&m->seg[seg], NULL, __ATOMIC_RELEASE);
     munmap(p, (size_t)f->seg_size);
+    __atomic_sub_fetch(&hp_maps_live, 1, __ATOMIC_RELAXED);
 }
 
 const u8 *

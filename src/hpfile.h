@@ -28,7 +28,8 @@
  * release/acquire whose retired copies are freed only at close, so a reader never follows a freed
  * pointer. A read-only handle (whose files another process may cut), a non-POSIX I/O layer (fault
  * injection sees every read) and QMDB_NO_MMAP=1 in the environment leave files unmapped;
- * every read then goes through pread.
+ * every read then goes through pread. At most 16,384 segments are mapped per process (each is
+ * a memory area, and vm.max_map_count is shared with malloc); beyond, segments stay unmapped.
  */
 #ifndef QM_HPFILE_H
 #define QM_HPFILE_H

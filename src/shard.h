@@ -13,9 +13,9 @@
  *   sXX.twig.NNNNNNNNNN     twig-file segments (twigfile.h)
  *   sXX.tmeta.NNNNNNNNNN    twig-meta records (twigfile.h)
  *
- * Thread: one writer per shard (the update stage); qm_shard_get and qm_shard_read_entry also
- * from reader threads while the writer is excluded (db.c's reader lock); seal, meta_fill
- * and plan_prune on the pipeline's hash stage.
+ * Thread: one writer per shard (the update stage); qm_shard_get, qm_shard_get_client and
+ * qm_shard_read_entry also from reader threads while the writer is excluded (db.c's reader
+ * lock); seal, meta_fill and plan_prune on the pipeline's hash stage.
  */
 #ifndef QM_SHARD_H
 #define QM_SHARD_H
