@@ -185,6 +185,7 @@ db_make_durable(qmdb_db *db, qm_meta *m, bool block)
     QM_RET(qm_meta_store(db->dir, &db->meta_fd, m, &db->err));
     pthread_mutex_lock(&db->mu);
     db->meta = *m;
+    __atomic_store_n(&db->durable, m->height, __ATOMIC_RELEASE);
     db->blocks += block; /* with meta: a waiter that sees the height sees the count */
     pthread_cond_broadcast(&db->cv);
     pthread_mutex_unlock(&db->mu);
@@ -256,8 +257,17 @@ db_update(qmdb_db *db, u64 h)
         qm_shard_begin_block(&db->shard[i], &db->undo[h & 1][i]);
         QM_TRY(qm_shard_hix_maintain(&db->shard[i], h)); /* hybrid: install/start merges */
     }
-    if (db->rio && qm_io_concurrent())
-        QM_TRY(qm_prefetch_block(db->shard, db->rio, &db->cs, &db->pf));
+    if (db->rio && qm_io_concurrent()) {
+        /* The prefetch only reads the state (and fills the warm caches and the hybrid memo,
+         * which readers fill too, under their own locks): readers go on meanwhile. Only this
+         * thread changes the state, so nothing does between the two writer sections. */
+        pthread_rwlock_unlock(&db->rw);
+        pthread_rwlock_rdlock(&db->rw);
+        rc = qm_prefetch_block(db->shard, db->rio, &db->cs, &db->pf);
+        pthread_rwlock_unlock(&db->rw);
+        pthread_rwlock_wrlock(&db->rw);
+        QM_TRY(rc);
+    }
     QM_TRY(qm_pool_run(db_pool(db, false), QM_SHARD_COUNT, job_shard_update, db));
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
         qm_shard_end_update(&db->shard[i]);

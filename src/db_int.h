@@ -39,6 +39,7 @@ struct qmdb_db {
     char *dir;
     qm_params par;
     qm_meta meta; /* last committed (durable) metadata; guarded by mu */
+    u64 durable;  /* meta.height, also readable without mu (atomic; set with meta) */
     int meta_fd;
     int roots_fd;
     int lock_fd;

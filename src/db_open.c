@@ -352,7 +352,7 @@ db_open_once(const char *dir, const qmdb_options *opt, qmdb_db **out, u64 *seq, 
         for (unsigned s = 0; s < QM_SHARD_COUNT && f; s++)
             db->shard[s].trace = s == 0 ? f : fdopen(dup(fileno(f)), "a");
     }
-    db->submitted = db->hashed = db->meta.height;
+    db->submitted = db->hashed = db->durable = db->meta.height;
     if (salvage && !db->par.rdonly) {
         /* Repair META: the next sequence (same height and state) overwrites the damaged slot,
          * so later opens need no flag. */

@@ -52,8 +52,28 @@ qmdb_shard_root(qmdb_db *db, unsigned shard, uint8_t out[32])
     return 0;
 }
 
-int
-qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_t *vlen)
+/* Hands a found value to the caller: copied, or QMDB_BUFFER_TOO_SMALL with *vlen set. */
+static int
+get_value(const u8 *v, u32 vl, void *buf, size_t cap, size_t *vlen)
+{
+    *vlen = vl;
+    if (cap < vl)
+        return QMDB_BUFFER_TOO_SMALL;
+    memcpy(buf, v, vl);
+    return 0;
+}
+
+/* The point reads. committed: the durable state (the pre-images of in-flight blocks answer
+ * for the keys they hold), else the applied state. Under the reader lock only: the pre-image
+ * maps of blocks durable+1 .. submitted stay intact while it is held (they are cleared by an
+ * update stage), `submitted` changes only under the writer lock, and `durable` is read
+ * without mu (it may only be older than the flusher's latest, which answers from the state of
+ * a height that was durable when the read began). Entries come from the log's read mapping
+ * (qm_shard_get_client), so a read of a page-cache-resident entry takes no other lock, makes
+ * no system call and allocates nothing. */
+static int
+db_get_one(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_t *vlen,
+           bool committed)
 {
     if (db_fatal(db))
         return QMDB_PANIC;
@@ -67,21 +87,37 @@ qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_
     u8 stackbuf[512];
     qm_ebuf eb = {stackbuf, sizeof(stackbuf), NULL};
     pthread_rwlock_rdlock(&db->rw);
-    int rc = qm_shard_get(s, kh, key, (u32)klen, &eb, &e, &pos);
+    if (committed) {
+        u64 durable = __atomic_load_n(&db->durable, __ATOMIC_ACQUIRE);
+        for (u64 h = durable + 1; h <= db->submitted && h <= durable + 2; h++) {
+            const u8 *v;
+            u32 vl;
+            int got = qm_undo_get(&db->undo[h & 1][s->id], kh, &v, &vl);
+            if (got < 0)
+                continue;
+            int rc = got == 0 ? QMDB_NOTFOUND : get_value(v, vl, buf, cap, vlen);
+            pthread_rwlock_unlock(&db->rw);
+            return rc;
+        }
+    }
+    int rc = qm_shard_get_client(s, kh, key, (u32)klen, &eb, &e, &pos);
     /* A read between blocks is usually the read of a read-modify-write: keep the entry so
-     * that applying the write in the next block does not read it from the log again. */
-    if (!rc && !db->par.rdonly)
+     * that applying the write in the next block does not read it from the device again.
+     * Not needed when the log is mapped: this read left the entry's page in the page cache,
+     * where the next block's prefetch finds it. */
+    if (!rc && !committed && !db->par.rdonly && !qm_hpfile_mapped(&s->entries))
         qm_shard_warm_put(s, pos, eb.p, e.stored_len, kh);
     pthread_rwlock_unlock(&db->rw);
-    if (!rc) {
-        *vlen = e.vlen;
-        if (cap < e.vlen)
-            rc = QMDB_BUFFER_TOO_SMALL;
-        else
-            memcpy(buf, e.value, e.vlen);
-    }
+    if (!rc)
+        rc = get_value(e.value, e.vlen, buf, cap, vlen);
     qm_ebuf_free(&eb);
     return rc;
+}
+
+int
+qmdb_get(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_t *vlen)
+{
+    return db_get_one(db, key, klen, buf, cap, vlen, false);
 }
 
 /* Batched reads; committed: the durable state (pre-images of in-flight blocks first). */
@@ -126,14 +162,7 @@ qmdb_get_many_committed(qmdb_db *db, qmdb_read *reads, size_t n)
 int
 qmdb_get_committed(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_t *vlen)
 {
-    if (!vlen)
-        return QMDB_INVALID;
-    qmdb_read r = {key, klen, buf, cap, 0, 0};
-    int rc = db_get_many(db, &r, 1, true);
-    if (rc)
-        return rc;
-    *vlen = r.vlen;
-    return r.rc;
+    return db_get_one(db, key, klen, buf, cap, vlen, true);
 }
 
 int

@@ -10,9 +10,20 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+/* The read mappings of a file's segments (hpfile.h, "Read mapping"). A grown table replaces
+ * the old one, which stays on the prev chain until close: a reader that loaded it before
+ * the switch still finds valid (and, for the segments it may read, identical) pointers. */
+typedef struct qm_hpmaps {
+    u64 n;                  /* slots */
+    struct qm_hpmaps *prev; /* the table this one replaced */
+    u8 *seg[];              /* segment i's mapping of seg_size bytes, or NULL */
+} qm_hpmaps;
 
 static void
 seg_path(const qm_hpfile *f, u64 seg, char *out, size_t cap)
@@ -113,6 +124,109 @@ qm_hpfile_read_fd(qm_hpfile *f, u64 pos, bool direct, int *fd, u64 *off, u64 *se
     return rc;
 }
 
+/* Whether segments may be mapped at all: not under a test I/O layer (it must see every read)
+ * and not when QMDB_NO_MMAP=1 (reads then go through pread, as on systems without mmap). */
+static bool
+map_allowed(void)
+{
+    const char *env = getenv("QMDB_NO_MMAP");
+    if (env && env[0] && strcmp(env, "0") != 0)
+        return false;
+    return qm_io_get() == qm_io_posix() && SIZE_MAX > UINT32_MAX;
+}
+
+/* Segment mappings of the whole process, at most QM_HP_MAPS_MAX: every mapping is one of the
+ * process's memory areas (vm.max_map_count, 65,530 by default, shared with malloc and
+ * everything else), so a database with tiny segments reads its oldest ones through pread
+ * rather than exhausting them. */
+#define QM_HP_MAPS_MAX 16384
+static unsigned long hp_maps_live;
+
+/* Maps segment seg through fd (writer, readers excluded). A failure leaves the segment
+ * unmapped: its reads use pread. */
+static void
+map_seg(qm_hpfile *f, u64 seg, int fd)
+{
+    qm_hpmaps *m = f->maps;
+    if (!f->map || (m && seg < m->n && m->seg[seg]))
+        return;
+    if (!m || seg >= m->n) {
+        u64 n = QM_MAX(seg + 1, (m ? m->n : 0) * 2 + 8);
+        qm_hpmaps *t = calloc(1, sizeof(*t) + n * sizeof(u8 *));
+        if (!t)
+            return;
+        t->n = n;
+        if (m)
+            memcpy(t->seg, m->seg, m->n * sizeof(u8 *));
+        t->prev = m;
+        __atomic_store_n(&f->maps, t, __ATOMIC_RELEASE);
+        m = t;
+    }
+    if (__atomic_add_fetch(&hp_maps_live, 1, __ATOMIC_RELAXED) > QM_HP_MAPS_MAX) {
+        __atomic_sub_fetch(&hp_maps_live, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    void *p = mmap(NULL, (size_t)f->seg_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        __atomic_sub_fetch(&hp_maps_live, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    /* Point reads: a fault must not read ahead (as POSIX_FADV_RANDOM for batched reads). */
+    (void)madvise(p, (size_t)f->seg_size, MADV_RANDOM);
+    __atomic_store_n(&m->seg[seg], (u8 *)p, __ATOMIC_RELEASE);
+}
+
+/* After a write of [off, off + len) of segment seg: sets up the mapping's page-table entries
+ * for those bytes now (their pages are in the page cache, just written), so that the point
+ * reads that follow take no page fault; a few hundred pages per block, on the writer. Best
+ * effort (kernels before 5.14 lack MADV_POPULATE_READ: reads then fault once per page). */
+static void
+map_populate(qm_hpfile *f, u64 seg, u64 off, size_t len)
+{
+#ifdef MADV_POPULATE_READ
+    qm_hpmaps *m = f->maps;
+    long page = sysconf(_SC_PAGESIZE);
+    if (!m || seg >= m->n || !m->seg[seg] || len == 0 || page <= 0)
+        return;
+    u64 a = off / (u64)page * (u64)page, b = off + len; /* b: inside the written file */
+    (void)madvise(m->seg[seg] + a, (size_t)(b - a), MADV_POPULATE_READ);
+#else
+    (void)f, (void)seg, (void)off, (void)len;
+#endif
+}
+
+/* Unmaps segment seg (prune, cut, close: readers excluded). */
+static void
+unmap_seg(qm_hpfile *f, u64 seg)
+{
+    qm_hpmaps *m = f->maps;
+    if (!m || seg >= m->n || !m->seg[seg])
+        return;
+    u8 *p = m->seg[seg];
+    __atomic_store_n(&m->seg[seg], NULL, __ATOMIC_RELEASE);
+    munmap(p, (size_t)f->seg_size);
+    __atomic_sub_fetch(&hp_maps_live, 1, __ATOMIC_RELAXED);
+}
+
+const u8 *
+qm_hpfile_view(const qm_hpfile *f, u64 pos, size_t len)
+{
+    const qm_hpmaps *m = __atomic_load_n(&f->maps, __ATOMIC_ACQUIRE);
+    if (!m || pos < f->head || pos > f->flushed || len > f->flushed - pos)
+        return NULL;
+    u64 seg = pos / f->seg_size, off = pos % f->seg_size;
+    if (seg >= m->n || len > f->seg_size - off || qm_io_get() != qm_io_posix())
+        return NULL;
+    u8 *p = __atomic_load_n(&m->seg[seg], __ATOMIC_ACQUIRE);
+    return p ? p + off : NULL;
+}
+
+bool
+qm_hpfile_mapped(const qm_hpfile *f)
+{
+    return f->map;
+}
+
 static void
 seg_close(qm_hpfile *f, u64 seg)
 {
@@ -141,6 +255,8 @@ hp_write_files(qm_hpfile *f, const u8 *data, size_t len, u64 pos)
         if (rc)
             return qm_err_set(f->err, rc, "write to %s segment %" PRIu64 " at %" PRIu64 ": %s",
                               f->path_prefix, seg, off, qmdb_strerror(rc));
+        map_seg(f, seg, fd);
+        map_populate(f, seg, off, chunk);
         data += chunk;
         len -= chunk;
         pos += chunk;
@@ -162,6 +278,7 @@ qm_hpfile_open(qm_hpfile *f, const qm_hpfile_cfg *cfg, qm_err *err)
     f->head = head;
     f->size = f->flushed = f->synced = size;
     f->rdonly = rdonly;
+    f->map = cfg->map && !rdonly && map_allowed();
     f->buf_cap = buf_cap;
     size_t plen = strlen(dir) + strlen(prefix) + 2;
     f->path_prefix = malloc(plen);
@@ -194,6 +311,7 @@ qm_hpfile_open(qm_hpfile *f, const qm_hpfile_cfg *cfg, qm_err *err)
         }
         if (have > want && !rdonly)
             QM_TRY(io->ftruncate(fd, want));
+        map_seg(f, s, fd);
     }
     if (!rdonly) {
         /* Delete uncommitted segments after the last one, and stale ones below the head. */
@@ -221,6 +339,13 @@ qm_hpfile_close(qm_hpfile *f)
 {
     for (u64 i = 0; i < QM_MAX(f->nfds, f->ndfds); i++)
         seg_close(f, i);
+    for (qm_hpmaps *m = f->maps, *prev; m; m = prev) {
+        prev = m->prev;
+        if (m == f->maps)
+            for (u64 i = 0; i < m->n; i++)
+                unmap_seg(f, i);
+        free(m);
+    }
     free(f->fds);
     free(f->dfds);
     free(f->buf);
@@ -379,6 +504,7 @@ qm_hpfile_prune_head(qm_hpfile *f, u64 new_head)
     f->head = new_head;
     for (u64 s = old_first; s < new_first; s++) {
         char path[4096];
+        unmap_seg(f, s);
         seg_close(f, s);
         seg_path(f, s, path, sizeof(path));
         int rc = qm_io_get()->unlink(path);
@@ -467,6 +593,7 @@ qm_hpfile_cut(qm_hpfile *f, u64 size)
                                   f->path_prefix, s, size % f->seg_size, qmdb_strerror(rc));
             break;
         }
+        unmap_seg(f, s);
         seg_close(f, s);
         seg_path(f, s, path, sizeof(path));
         int rc = io->unlink(path);

@@ -15,6 +15,21 @@
  * database's reader lock guarantees that); the flusher thread calls qm_hpfile_sync_finish
  * on a ticket from qm_hpfile_sync_begin. The segment fd tables are guarded by `mu`; fds are
  * closed only by the writer (qm_hpfile_close_cold, prune) while readers are excluded.
+ *
+ * Read mapping (cfg.map): each segment of a writable file may also be mapped read-only
+ * (PROT_READ, MAP_SHARED, seg_size bytes), so that qm_hpfile_view hands out the bytes of the
+ * written prefix [head, flushed) with no system call and no copy. Only bytes below `flushed`
+ * are ever touched through a mapping: they were written by pwrite before, so they lie inside
+ * the segment file (no SIGBUS); a cut or prune that shrinks or deletes a segment runs with
+ * readers excluded and lowers `flushed`/raises `head` (or unmaps) first. Mappings are made by
+ * the writer (open, segment writes) and dropped by prune, cut and close, always with readers
+ * excluded (a write also sets up the page-table entries of the bytes it wrote, so reads of
+ * them take no page fault); readers find them through `maps`, a table published with
+ * release/acquire whose retired copies are freed only at close, so a reader never follows a freed
+ * pointer. A read-only handle (whose files another process may cut), a non-POSIX I/O layer (fault
+ * injection sees every read) and QMDB_NO_MMAP=1 in the environment leave files unmapped;
+ * every read then goes through pread. At most 16,384 segments are mapped per process (each is
+ * a memory area, and vm.max_map_count is shared with malloc); beyond, segments stay unmapped.
  */
 #ifndef QM_HPFILE_H
 #define QM_HPFILE_H
@@ -39,7 +54,9 @@ typedef struct qm_hpfile {
     pthread_mutex_t mu;
     bool new_segment; /* a segment file was created since the last sync */
     bool rdonly;
-    u8 *buf; /* holds logical bytes [flushed, size) */
+    u8 *buf;                /* holds logical bytes [flushed, size) */
+    struct qm_hpmaps *maps; /* read mappings per segment (NULL: unmapped; see above) */
+    bool map;               /* segments are mapped as they are opened or written */
     size_t buf_cap;
     qm_err *err;
 } qm_hpfile;
@@ -52,6 +69,7 @@ typedef struct qm_hpfile_cfg {
     size_t buf_cap; /* write buffer (0: every append is written at once) */
     bool create;    /* create an empty file */
     bool rdonly;    /* open for reading only: nothing is cut, deleted or written */
+    bool map;       /* map segments for qm_hpfile_view (see above; may be refused) */
 } qm_hpfile_cfg;
 
 /*
@@ -66,6 +84,13 @@ QM_HIDDEN int qm_hpfile_close(qm_hpfile *f);
 QM_HIDDEN int qm_hpfile_append(qm_hpfile *f, const void *data, size_t len, u64 *pos);
 /* Reads exactly len bytes at logical offset pos (must lie in [head, size)). */
 QM_HIDDEN int qm_hpfile_read(qm_hpfile *f, u64 pos, void *out, size_t len);
+/* The len bytes at logical offset pos straight from the segment's read mapping, when they
+ * lie in [head, flushed) within one mapped segment: NULL otherwise (the caller reads them
+ * with qm_hpfile_read*). Valid while readers hold the database's reader lock. No lock, no
+ * system call: any thread that may read (see above). */
+QM_HIDDEN const u8 *qm_hpfile_view(const qm_hpfile *f, u64 pos, size_t len);
+/* Whether segment mapping is in effect for f (tests, qmdb_stat). */
+QM_HIDDEN bool qm_hpfile_mapped(const qm_hpfile *f);
 /* Reads up to len bytes at pos, stopping at size; *got receives the count. */
 QM_HIDDEN int qm_hpfile_read_upto(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got);
 /* Writes the buffer out (no fsync). */

@@ -28,12 +28,10 @@ rec_key(const u8 *r)
     return ((u32)r[0] << 24) | ((u32)r[1] << 16) | ((u32)r[2] << 8) | r[3];
 }
 
-/* First record index whose key is >= the key at k4. */
+/* First record index in [lo, hi) whose key is >= key, all before lo being below it. */
 static u32
-idx_lower_bound(const qm_index_unit *u, const u8 *k4)
+idx_bsearch(const qm_index_unit *u, u32 key, u32 lo, u32 hi)
 {
-    u32 key = rec_key(k4);
-    u32 lo = 0, hi = u->n;
     while (lo < hi) {
         u32 mid = lo + (hi - lo) / 2;
         if (rec_key(u->recs + (size_t)mid * QM_INDEX_REC) < key)
@@ -42,6 +40,29 @@ idx_lower_bound(const qm_index_unit *u, const u8 *k4)
             hi = mid;
     }
     return lo;
+}
+
+/* First record index whose key is >= the key at k4. Record keys are key-hash bytes 2..5,
+ * uniform over 32 bits within a unit, so the answer lies near key * n / 2^32: start there
+ * and walk (a few records, on one or two cache lines, where a binary search touches a line
+ * per step); a walk that goes on (skewed keys) finishes as a binary search. */
+static u32
+idx_lower_bound(const qm_index_unit *u, const u8 *k4)
+{
+    u32 key = rec_key(k4), n = u->n;
+    if (n < 8)
+        return idx_bsearch(u, key, 0, n);
+    u32 g = (u32)(((u64)key * n) >> 32);
+    if (rec_key(u->recs + (size_t)g * QM_INDEX_REC) < key) {
+        for (u32 end = g + 16 < n ? g + 16 : n; ++g < end;)
+            if (rec_key(u->recs + (size_t)g * QM_INDEX_REC) >= key)
+                return g;
+        return idx_bsearch(u, key, g, n);
+    }
+    for (u32 stop = g > 16 ? g - 16 : 0; g > stop; g--)
+        if (rec_key(u->recs + (size_t)(g - 1) * QM_INDEX_REC) < key)
+            return g;
+    return idx_bsearch(u, key, 0, g);
 }
 
 void

@@ -383,6 +383,7 @@ qmdb_rollback(qmdb_db *db, uint64_t height)
     if (!rc) {
         pthread_mutex_lock(&db->mu);
         db->meta = m;
+        __atomic_store_n(&db->durable, m.height, __ATOMIC_RELEASE);
         db->rollbacks++;
         db->submitted = db->hashed = height;
         pthread_cond_broadcast(&db->cv);

@@ -109,9 +109,36 @@ qm_shard_op_positions(qm_shard *s, const u8 kh[32], enum qm_pred pred, u64 *out,
     return n;
 }
 
-int
-qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
+/* Decodes the entry at pos from the log's read mapping (hpfile.h) into b: 1 when done, 0 when
+ * the mapping cannot serve it (unmapped, buffered, or across a segment end). */
+static int
+shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
 {
+    const u8 *h = qm_hpfile_view(&s->entries, pos, QM_ENTRY_FIXED + 3);
+    if (!h)
+        return 0;
+    u32 len = qm_entry_len_from_header(h);
+    const u8 *p = qm_hpfile_view(&s->entries, pos, len);
+    if (!p)
+        return 0;
+    QM_RET(ebuf_reserve(b, len));
+    memcpy(b->p, p, len);
+    if (qm_entry_decode(b->p, len, e) != 0)
+        return QM_CORRUPT(s->err, "shard %u entry log: malformed entry at offset %" PRIu64, s->id,
+                          pos);
+    return 1;
+}
+
+/* Reads the entry at pos: client reads (client) look in the log's mapping first, where an
+ * entry costs no lock and no system call; the updater looks in the warm cache first, where
+ * the prefetch stage put the entries it read (from the device, bypassing the page cache
+ * under O_DIRECT). Then the other, then pread. */
+static int
+shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, bool client)
+{
+    int m = 0;
+    if (client && (m = shard_read_mapped(s, pos, b, e)) != 0)
+        return m < 0 ? m : 0;
     u32 wlen = 0;
     pthread_mutex_lock(&s->warm_mu);
     const u8 *w = qm_warm_get(&s->warm, pos, &wlen);
@@ -129,6 +156,8 @@ qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
                               s->id, pos);
         return 0;
     }
+    if (!client && (m = shard_read_mapped(s, pos, b, e)) != 0)
+        return m < 0 ? m : 0;
     QM_RET(ebuf_reserve(b, SHARD_READ_GUESS));
     size_t got;
     QM_RET(qm_hpfile_read_upto(&s->entries, pos, b->p, SHARD_READ_GUESS, &got));
@@ -146,6 +175,12 @@ qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
     return 0;
 }
 
+int
+qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
+{
+    return shard_read_entry(s, pos, b, e, false);
+}
+
 /* Key hash of a decoded entry. */
 static void
 entry_kh(const qm_entry *e, u8 out[32])
@@ -153,12 +188,13 @@ entry_kh(const qm_entry *e, u8 out[32])
     qm_entry_key_hash(e->key, e->klen, e->vlen, out);
 }
 
-int
-qm_shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen, qm_ebuf *buf,
-                qm_entry *e, u64 *pos)
+/* qm_shard_get_in; client: as shard_read_entry's. */
+static int
+shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen, qm_ebuf *buf,
+             qm_entry *e, u64 *pos, bool client)
 {
     for (size_t i = 0; i < n; i++) {
-        QM_RET(qm_shard_read_entry(s, cand[i], buf, e));
+        QM_RET(shard_read_entry(s, cand[i], buf, e, client));
         /* Sentries (empty value) are never user keys. */
         if (e->vlen > 0 && e->klen == klen && memcmp(e->key, key, klen) == 0) {
             *pos = cand[i];
@@ -169,8 +205,16 @@ qm_shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen,
 }
 
 int
-qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf, qm_entry *e,
-             u64 *pos)
+qm_shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen, qm_ebuf *buf,
+                qm_entry *e, u64 *pos)
+{
+    return shard_get_in(s, cand, n, key, klen, buf, e, pos, false);
+}
+
+/* qm_shard_get and qm_shard_get_client. */
+static int
+shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf, qm_entry *e,
+          u64 *pos, bool client)
 {
     u64 cand[16];
     size_t n;
@@ -178,7 +222,21 @@ qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf
     if (n > QM_ARRAY_LEN(cand))
         return QM_CORRUPT(s->err, "shard %u: %zu index records share one key-hash prefix", s->id,
                           n);
-    return qm_shard_get_in(s, cand, n, key, klen, buf, e, pos);
+    return shard_get_in(s, cand, n, key, klen, buf, e, pos, client);
+}
+
+int
+qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf, qm_entry *e,
+             u64 *pos)
+{
+    return shard_get(s, kh, key, klen, buf, e, pos, false);
+}
+
+int
+qm_shard_get_client(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf,
+                    qm_entry *e, u64 *pos)
+{
+    return shard_get(s, kh, key, klen, buf, e, pos, true);
 }
 
 /* Finds the live predecessor of kh: the entry with the largest key hash below kh. Returns
@@ -307,12 +365,13 @@ qm_shard_open_files(qm_shard *s, const char *dir, const qm_shard_meta *m)
     snprintf(t, sizeof(t), "s%02x.twig", s->id);
     snprintf(tm, sizeof(tm), "s%02x.tmeta", s->id);
     qm_hpfile_cfg ce = {
-        dir, e, par->entry_seg, m ? m->entry_head : 0, m ? m->entry_size : 0, 1 << 20, create, ro};
+        dir, e,   par->entry_seg, m ? m->entry_head : 0, m ? m->entry_size : 0, 1 << 20, create,
+        ro,  true}; /* mapped for reads (hpfile.h) */
     qm_hpfile_cfg ct = {
-        dir,    t, par->twig_seg, m ? m->first_twig * QM_TWIG_REC : 0, nfull * QM_TWIG_REC, 0,
-        create, ro};
+        dir,    t,  par->twig_seg, m ? m->first_twig * QM_TWIG_REC : 0, nfull * QM_TWIG_REC, 0,
+        create, ro, false};
     qm_hpfile_cfg cm = {dir,    tm, 1ull << 30, 0, nfull * QM_TMETA_REC, 64 * QM_TMETA_REC,
-                        create, ro};
+                        create, ro, false};
     QM_RET(qm_hpfile_open(&s->entries, &ce, s->err));
     QM_RET(qm_hpfile_open(&s->twigs, &ct, s->err));
     QM_RET(qm_hpfile_open(&s->tmeta, &cm, s->err));

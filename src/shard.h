@@ -13,9 +13,9 @@
  *   sXX.twig.NNNNNNNNNN     twig-file segments (twigfile.h)
  *   sXX.tmeta.NNNNNNNNNN    twig-meta records (twigfile.h)
  *
- * Thread: one writer per shard (the update stage); qm_shard_get and qm_shard_read_entry also
- * from reader threads while the writer is excluded (db.c's reader lock); seal, meta_fill
- * and plan_prune on the pipeline's hash stage.
+ * Thread: one writer per shard (the update stage); qm_shard_get, qm_shard_get_client and
+ * qm_shard_read_entry also from reader threads while the writer is excluded (db.c's reader
+ * lock); seal, meta_fill and plan_prune on the pipeline's hash stage.
  */
 #ifndef QM_SHARD_H
 #define QM_SHARD_H
@@ -194,7 +194,14 @@ QM_HIDDEN void qm_shard_init_common(qm_shard *s);
 QM_HIDDEN int qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf,
                            qm_entry *e, u64 *pos);
 
-/* Reads and decodes the entry at pos into buf. */
+/* qm_shard_get for a client's point read (qmdb_get, qmdb_get_committed): entries come from
+ * the entry log's read mapping first (no lock, no system call; hpfile.h), then the warm
+ * cache and pread. */
+QM_HIDDEN int qm_shard_get_client(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen,
+                                  qm_ebuf *buf, qm_entry *e, u64 *pos);
+
+/* Reads and decodes the entry at pos into buf (the warm cache, the log's read mapping, then
+ * pread). */
 QM_HIDDEN int qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *buf, qm_entry *e);
 
 QM_HIDDEN void qm_ebuf_free(qm_ebuf *b);

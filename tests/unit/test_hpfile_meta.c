@@ -2,7 +2,9 @@
 /*
  * test_hpfile_meta.c -- the segmented head-prunable file (append/read across segments and the
  * write buffer, reopen cutting torn tails, head pruning deleting segments, missing segments
- * reported as corruption) and the metadata slots (round trip, CRC, slot choice, torn slot).
+ * reported as corruption), the read mapping (qm_hpfile_view: the same bytes as pread, nothing
+ * past the written prefix, below the head or after a cut; refused for read-only handles and
+ * under QMDB_NO_MMAP=1) and the metadata slots (round trip, CRC, slot choice, torn slot).
  */
 #include "../test.h"
 #include "codec.h"
@@ -29,7 +31,8 @@ test_hpfile(void)
     qm_err err = {{0}};
     qm_hpfile f;
     const uint64_t seg = 65536;
-    CHECK_OK(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 0, 0, 1000, true, false}, &err));
+    CHECK_OK(
+        qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 0, 0, 1000, true, false, false}, &err));
     static unsigned char data[300000];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (unsigned char)(i * 7 + (i >> 9));
@@ -57,8 +60,8 @@ test_hpfile(void)
     CHECK(exists("h.0000000004"));
     qm_hpfile_close(&f);
 
-    CHECK_OK(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 0, committed, 1000, false, false},
-                            &err));
+    CHECK_OK(qm_hpfile_open(
+        &f, &(qm_hpfile_cfg){dir, "h", seg, 0, committed, 1000, false, false, false}, &err));
     CHECK(!exists("h.0000000004")); /* wholly uncommitted segment removed */
     memset(back, 0, sizeof(back));
     CHECK_OK(qm_hpfile_read(&f, 0, back, committed));
@@ -79,8 +82,8 @@ test_hpfile(void)
     /* A read-only handle opened before a writer prunes keeps reading the pruned bytes, also
      * through the descriptors that batched reads open only later. */
     qm_hpfile ro;
-    CHECK_OK(qm_hpfile_open(&ro, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 0, false, true},
-                            &err));
+    CHECK_OK(qm_hpfile_open(
+        &ro, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 0, false, true, false}, &err));
     CHECK_OK(qm_hpfile_prune_head(&f, 200000));
     CHECK(!exists("h.0000000002"));
     memset(back, 0, 100);
@@ -96,19 +99,113 @@ test_hpfile(void)
 
     /* A committed segment that is missing or short is corruption, not a crash. */
     CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false}, &err));
+        &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false, false}, &err));
     qm_hpfile_close(&f);
     char p[512];
     snprintf(p, sizeof(p), "%s/h.0000000003", dir);
     CHECK(truncate(p, 100) == 0);
     CHECK_RC(qm_hpfile_open(
-                 &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false}, &err),
+                 &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false, false},
+                 &err),
              QMDB_CORRUPT);
     CHECK(strstr(err.msg, "h.0000000003") != NULL);
     CHECK(unlink(p) == 0);
     CHECK_RC(qm_hpfile_open(
-                 &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false}, &err),
+                 &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false, false},
+                 &err),
              QMDB_CORRUPT);
+}
+
+/* Every view of [pos, pos + len) either is NULL or holds exactly what pread returns. */
+static int
+views_match(qm_hpfile *f, uint64_t from, uint64_t to, size_t len, unsigned *mapped)
+{
+    unsigned char back[512];
+    for (uint64_t pos = from; pos + len <= to; pos += 997) {
+        const unsigned char *v = qm_hpfile_view(f, pos, len);
+        if (!v)
+            continue;
+        (*mapped)++;
+        if (qm_hpfile_read(f, pos, back, len) != 0 || memcmp(v, back, len) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static void
+test_hpfile_map(void)
+{
+    qm_err err = {{0}};
+    qm_hpfile f;
+    const uint64_t seg = 65536;
+    static unsigned char data[400000];
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (unsigned char)(i * 13 + (i >> 11));
+    CHECK_OK(
+        qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "m", seg, 0, 0, 4096, true, false, true}, &err));
+    CHECK(qm_hpfile_mapped(&f));
+    uint64_t pos;
+    CHECK_OK(qm_hpfile_append(&f, data, 200000, &pos));
+    CHECK_OK(qm_hpfile_append(&f, data + 200000, 100, &pos)); /* stays in the write buffer */
+    /* Written bytes: views equal pread; the buffered tail, a range across a segment end and
+     * anything past the end have no view. */
+    unsigned mapped = 0;
+    CHECK(views_match(&f, 0, 200100, 300, &mapped));
+    CHECK(mapped > 100);
+    CHECK(qm_hpfile_view(&f, 1000, 52) != NULL);
+    CHECK(memcmp(qm_hpfile_view(&f, 1000, 52), data + 1000, 52) == 0);
+    CHECK(qm_hpfile_view(&f, 199990, 20) == NULL); /* 10 bytes are still buffered */
+    CHECK(qm_hpfile_view(&f, 200000, 1) == NULL);
+    CHECK(qm_hpfile_view(&f, 65530, 20) == NULL); /* across segments 0 and 1 */
+    CHECK(qm_hpfile_view(&f, 300000, 1) == NULL);
+    CHECK(qm_hpfile_view(&f, UINT64_MAX - 4, 8) == NULL);
+    CHECK_OK(qm_hpfile_sync(&f));
+    CHECK(qm_hpfile_view(&f, 200000, 100) != NULL); /* flushed now */
+    /* Cut (a rollback): nothing past the new end has a view, also in the cut segment, and
+     * bytes written again over the cut are what the views show. */
+    CHECK_OK(qm_hpfile_cut(&f, 150000));
+    CHECK(qm_hpfile_view(&f, 149990, 10) != NULL);
+    CHECK(qm_hpfile_view(&f, 149990, 11) == NULL);
+    CHECK(qm_hpfile_view(&f, 190000, 8) == NULL);
+    CHECK_OK(qm_hpfile_append(&f, data + 300000, 60000, &pos));
+    CHECK_EQ_U64(pos, 150000);
+    CHECK_OK(qm_hpfile_sync(&f));
+    const unsigned char *v = qm_hpfile_view(&f, 190000, 64);
+    CHECK(v != NULL && memcmp(v, data + 340000, 64) == 0);
+    mapped = 0;
+    CHECK(views_match(&f, 0, 210000, 200, &mapped));
+    CHECK(mapped > 100);
+    /* Prune: below the head nothing has a view (the segments are gone). */
+    CHECK_OK(qm_hpfile_prune_head(&f, 140000));
+    CHECK(qm_hpfile_view(&f, 1000, 8) == NULL);
+    CHECK(qm_hpfile_view(&f, 139999, 1) == NULL);
+    v = qm_hpfile_view(&f, 140000, 64);
+    CHECK(v != NULL && memcmp(v, data + 140000, 64) == 0);
+    qm_hpfile_close(&f);
+
+    /* Reopen: the committed segments are mapped again (bytes as written). */
+    CHECK_OK(qm_hpfile_open(
+        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 4096, false, false, true}, &err));
+    v = qm_hpfile_view(&f, 190000, 64);
+    CHECK(v != NULL && memcmp(v, data + 340000, 64) == 0);
+    qm_hpfile_close(&f);
+    /* No mapping for a read-only handle (another process may cut its files), nor with
+     * QMDB_NO_MMAP=1: reads go through pread and return the same bytes. */
+    unsigned char back[64];
+    CHECK_OK(qm_hpfile_open(
+        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 0, false, true, true}, &err));
+    CHECK(!qm_hpfile_mapped(&f) && qm_hpfile_view(&f, 190000, 64) == NULL);
+    CHECK_OK(qm_hpfile_read(&f, 190000, back, 64));
+    CHECK(memcmp(back, data + 340000, 64) == 0);
+    qm_hpfile_close(&f);
+    CHECK(setenv("QMDB_NO_MMAP", "1", 1) == 0);
+    CHECK_OK(qm_hpfile_open(
+        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 4096, false, false, true}, &err));
+    CHECK(!qm_hpfile_mapped(&f) && qm_hpfile_view(&f, 190000, 64) == NULL);
+    CHECK_OK(qm_hpfile_read(&f, 190000, back, 64));
+    CHECK(memcmp(back, data + 340000, 64) == 0);
+    qm_hpfile_close(&f);
+    CHECK(unsetenv("QMDB_NO_MMAP") == 0);
 }
 
 static void
@@ -259,6 +356,7 @@ main(void)
 {
     REQUIRE(mkdtemp(dir) != NULL);
     test_hpfile();
+    test_hpfile_map();
     test_meta();
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

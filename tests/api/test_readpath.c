@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_readpath.c -- the point reads (qmdb_get, qmdb_get_committed) and the batched ones
+ * against a model, through every change of the entry log under them: blocks with short and
+ * long values (64 KiB segments, so that entries cross segment ends), compaction every
+ * block, pruning with a short history, blocks in flight (submitted, not yet durable),
+ * rollbacks followed by different blocks at the same heights (the log tail is cut and
+ * rewritten), and a reopen. The last part reopens with QMDB_NO_MMAP=1 (every read through
+ * pread) and checks that values and roots are the same as through the log's read mapping.
+ * A second part has reader threads doing committed point reads while blocks are committed
+ * (new segments mapped, old ones pruned and unmapped under them); every answer must be the
+ * value of a height that was durable during the read.
+ * CTest runs it as is, with QMDB_NO_MMAP=1 throughout, and with the hybrid indexer.
+ * Uses qmdb.h only (plus POSIX).
+ */
+#include "../test.h"
+#include "qmdb.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#define KEYS 1500u
+#define OPS 160u
+#define BLOCKS 48u
+#define VMAX 3000u
+
+static char dir[] = "/tmp/qmdb-test-readpathXXXXXX";
+
+/* The model: each key's value (len 0: absent) after the last applied block, and after the
+ * last durable one. */
+typedef struct model {
+    uint8_t v[KEYS][VMAX];
+    uint32_t len[KEYS];
+} model;
+static model cur, prev, snap[3]; /* snap[h % 3]: the model after height h */
+
+static void
+key_of(unsigned k, char out[16])
+{
+    snprintf(out, 16, "rp-key-%05u", k);
+}
+
+/* A value for key k in the block seeded s: mostly short, some long (past one read guess and
+ * across segment ends of the 64 KiB segments). */
+static uint32_t
+value_of(uint64_t s, unsigned k, uint8_t *out)
+{
+    uint64_t x = (s << 24 | k) * 0x9e3779b97f4a7c15ull | 1;
+    uint32_t len = (uint32_t)(test_xorshift(&x) % 8 == 0 ? 400 + test_xorshift(&x) % (VMAX - 400)
+                                                         : 1 + test_xorshift(&x) % 60);
+    for (uint32_t i = 0; i < len; i++)
+        out[i] = (uint8_t)test_xorshift(&x);
+    return len;
+}
+
+/* Block with seed s: OPS distinct keys, about one in five present ones deleted. */
+static void
+make_block(qmdb_batch *b, uint64_t s)
+{
+    static uint8_t seen[KEYS];
+    memset(seen, 0, sizeof(seen));
+    uint64_t x = s * 0x2545f4914f6cdd1dull | 1;
+    qmdb_batch_reset(b);
+    for (unsigned n = 0; n < OPS;) {
+        unsigned k = (unsigned)(test_xorshift(&x) % KEYS);
+        if (seen[k])
+            continue;
+        seen[k] = 1;
+        n++;
+        char key[16];
+        key_of(k, key);
+        CHECK_OK(qmdb_batch_tx(b));
+        if (cur.len[k] && test_xorshift(&x) % 5 == 0) {
+            CHECK_OK(qmdb_batch_del(b, key, strlen(key)));
+            cur.len[k] = 0;
+        } else {
+            cur.len[k] = value_of(s, k, cur.v[k]);
+            CHECK_OK(qmdb_batch_put(b, key, strlen(key), cur.v[k], cur.len[k]));
+        }
+    }
+}
+
+/* One read of key k against model m (committed: qmdb_get_committed). */
+static int
+read_ok(qmdb_db *db, const model *m, unsigned k, bool committed)
+{
+    static uint8_t buf[VMAX];
+    char key[16];
+    key_of(k, key);
+    size_t vlen = 0;
+    int rc = committed ? qmdb_get_committed(db, key, strlen(key), buf, sizeof(buf), &vlen)
+                       : qmdb_get(db, key, strlen(key), buf, sizeof(buf), &vlen);
+    if (m->len[k] == 0)
+        return rc == QMDB_NOTFOUND;
+    return rc == 0 && vlen == m->len[k] && memcmp(buf, m->v[k], vlen) == 0;
+}
+
+/* Every key through qmdb_get and qmdb_get_committed (against cur), and a batch through
+ * qmdb_get_many, including a too-small buffer. */
+static void
+check_all(qmdb_db *db, const char *when)
+{
+    unsigned bad = 0;
+    for (unsigned k = 0; k < KEYS; k++)
+        bad += !read_ok(db, &cur, k, false) + !read_ok(db, &cur, k, true);
+    static char keys[64][16];
+    static uint8_t bufs[64][VMAX];
+    qmdb_read rd[64];
+    for (unsigned i = 0; i < 64; i++) {
+        unsigned k = (i * 97 + 13) % KEYS;
+        key_of(k, keys[i]);
+        rd[i] = (qmdb_read){keys[i], strlen(keys[i]), bufs[i], i == 5 ? 0 : VMAX, 0, 0};
+    }
+    CHECK_OK(qmdb_get_many(db, rd, 64));
+    for (unsigned i = 0; i < 64; i++) {
+        unsigned k = (i * 97 + 13) % KEYS;
+        if (cur.len[k] == 0)
+            bad += rd[i].rc != QMDB_NOTFOUND;
+        else if (i == 5)
+            bad += rd[i].rc != QMDB_BUFFER_TOO_SMALL || rd[i].vlen != cur.len[k];
+        else
+            bad += rd[i].rc != 0 || rd[i].vlen != cur.len[k] ||
+                   memcmp(bufs[i], cur.v[k], cur.len[k]) != 0;
+    }
+    if (bad)
+        fprintf(stderr, "%s: %u wrong reads\n", when, bad);
+    CHECK(bad == 0);
+}
+
+/* ---- Committed point reads beside the writer ---- */
+
+#define HOT 256u /* keys rewritten by every block */
+static atomic_int stop_readers;
+static atomic_uint reader_bad, reader_reads;
+
+/* Key i's value at height h: h, i, then a filler whose length varies with h (some long). */
+static size_t
+hot_value(uint64_t h, unsigned i, uint8_t *out)
+{
+    size_t len = 16 + (size_t)((h * 7 + i) % 5 == 0 ? 900 + (h * 131 + i) % 1500 : (h + i) % 40);
+    memcpy(out, &h, 8);
+    memcpy(out + 8, &(uint64_t){i}, 8);
+    for (size_t j = 16; j < len; j++)
+        out[j] = (uint8_t)(h * 31 + i * 7 + j);
+    return len;
+}
+
+static void *
+reader_main(void *arg)
+{
+    qmdb_db *db = arg;
+    uint8_t buf[VMAX], want[VMAX];
+    uint64_t x = (uint64_t)(uintptr_t)&buf | 1;
+    while (!atomic_load(&stop_readers)) {
+        unsigned i = (unsigned)(test_xorshift(&x) % HOT);
+        char key[16];
+        snprintf(key, sizeof(key), "hot-%03u", i);
+        uint64_t lo = qmdb_height(db), h = 0;
+        size_t vlen = 0;
+        int rc = qmdb_get_committed(db, key, strlen(key), buf, sizeof(buf), &vlen);
+        uint64_t hi = qmdb_height(db);
+        if (rc == 0 && vlen >= 16)
+            memcpy(&h, buf, 8);
+        if (rc != 0 || vlen < 16 || h < lo || h > hi || hot_value(h, i, want) != vlen ||
+            memcmp(buf, want, vlen) != 0)
+            atomic_fetch_add(&reader_bad, 1);
+        atomic_fetch_add(&reader_reads, 1);
+    }
+    return NULL;
+}
+
+static void
+test_readers(const char *path)
+{
+    qmdb_options o;
+    qmdb_options_init(&o);
+    o.entry_segment_bytes = 65536;
+    o.history_blocks = 2;
+    o.compact_thres = 16;
+    o.utilization_ratio = 9;
+    o.utilization_div = 10;
+    CHECK_OK(qmdb_create(path, &o));
+    qmdb_db *db = NULL;
+    CHECK_OK(qmdb_open(path, &o, &db));
+    REQUIRE(db != NULL);
+    qmdb_batch *b = NULL;
+    CHECK_OK(qmdb_batch_new(&b));
+    static uint8_t v[VMAX];
+    char key[16];
+    uint64_t h = 1;
+    for (unsigned i = 0; i < HOT; i++) {
+        snprintf(key, sizeof(key), "hot-%03u", i);
+        CHECK_OK(qmdb_batch_put(b, key, strlen(key), v, hot_value(h, i, v)));
+    }
+    CHECK_OK(qmdb_commit(db, h, b, NULL));
+    pthread_t t[2];
+    for (unsigned r = 0; r < 2; r++)
+        REQUIRE(pthread_create(&t[r], NULL, reader_main, db) == 0);
+    /* Blocks in flight (submit ahead, wait one behind), each rewriting every hot key. */
+    for (h = 2; h <= 120; h++) {
+        qmdb_batch_reset(b);
+        for (unsigned i = 0; i < HOT; i++) {
+            snprintf(key, sizeof(key), "hot-%03u", i);
+            CHECK_OK(qmdb_batch_put(b, key, strlen(key), v, hot_value(h, i, v)));
+        }
+        CHECK_OK(qmdb_submit(db, h, b));
+        CHECK_OK(qmdb_wait(db, h - 1, NULL));
+        if (h % 20 == 0)
+            CHECK_OK(qmdb_prune(db));
+    }
+    CHECK_OK(qmdb_wait(db, h - 1, NULL));
+    atomic_store(&stop_readers, 1);
+    for (unsigned r = 0; r < 2; r++)
+        pthread_join(t[r], NULL);
+    qmdb_stats st = QMDB_STATS_INIT;
+    CHECK_OK(qmdb_stat(db, &st));
+    CHECK(st.pruned_twigs > 0);
+    CHECK(atomic_load(&reader_reads) > 0);
+    CHECK_EQ_U64(atomic_load(&reader_bad), 0);
+    CHECK_OK(qmdb_close(db));
+    qmdb_batch_free(b);
+}
+
+static qmdb_db *
+open_db(const char *path)
+{
+    qmdb_options o;
+    qmdb_options_init(&o);
+    qmdb_db *db = NULL;
+    CHECK_OK(qmdb_open(path, &o, &db));
+    REQUIRE(db != NULL);
+    return db;
+}
+
+int
+main(void)
+{
+    REQUIRE(mkdtemp(dir) != NULL);
+    qmdb_options o;
+    qmdb_options_init(&o);
+    o.entry_segment_bytes = 65536;
+    o.compact_thres = 16; /* compaction every block: live entries move to the log tail */
+    o.utilization_ratio = 9;
+    o.utilization_div = 10;
+    o.history_blocks = 6; /* pruning: old segments are deleted under the readers */
+    CHECK_OK(qmdb_create(dir, &o));
+    qmdb_db *db = open_db(dir);
+    qmdb_batch *b = NULL;
+    CHECK_OK(qmdb_batch_new(&b));
+    uint8_t root[BLOCKS + 1][32], r[32];
+    uint64_t seed = 1;
+    for (uint64_t h = 1; h <= BLOCKS; h++) {
+        prev = cur;
+        make_block(b, seed++);
+        if (h % 3 == 0) {
+            /* In flight: the applied state is the block's, the committed one either. */
+            CHECK_OK(qmdb_submit(db, h, b));
+            unsigned bad = 0;
+            for (unsigned k = 0; k < KEYS; k++) {
+                bad += !read_ok(db, &cur, k, false);
+                bad += !read_ok(db, &prev, k, true) && !read_ok(db, &cur, k, true);
+            }
+            CHECK(bad == 0);
+            CHECK_OK(qmdb_wait(db, h, root[h]));
+        } else {
+            CHECK_OK(qmdb_commit(db, h, b, root[h]));
+        }
+        snap[h % 3] = cur;
+        check_all(db, "after a block");
+        if (h % 8 == 0) {
+            /* Rollback by two blocks, then different blocks at those heights: the log tail
+             * is cut and written again at the same offsets with other bytes. */
+            CHECK_OK(qmdb_rollback(db, h - 2));
+            cur = snap[(h - 2) % 3];
+            check_all(db, "after a rollback");
+            for (uint64_t hh = h - 1; hh <= h; hh++) {
+                make_block(b, 1000 + seed++);
+                CHECK_OK(qmdb_commit(db, hh, b, root[hh]));
+                snap[hh % 3] = cur;
+            }
+            check_all(db, "after blocks replacing rolled-back ones");
+        }
+        if (h % 10 == 0)
+            CHECK_OK(qmdb_prune(db));
+    }
+    qmdb_stats st = QMDB_STATS_INIT;
+    CHECK_OK(qmdb_stat(db, &st));
+    CHECK(st.compactions > 0);
+    CHECK(st.pruned_twigs > 0 || st.entry_file_bytes > 0);
+    CHECK_OK(qmdb_close(db));
+
+    /* Reopen through the mapping, then through pread only: the same values and roots. */
+    db = open_db(dir);
+    check_all(db, "after reopen");
+    CHECK_OK(qmdb_root(db, BLOCKS, r));
+    CHECK_MEM(r, root[BLOCKS], 32);
+    CHECK_OK(qmdb_close(db));
+    char copy[sizeof(dir) + 8], cmd[700];
+    snprintf(copy, sizeof(copy), "%s.copy", dir);
+    snprintf(cmd, sizeof(cmd), "cp -a %s %s", dir, copy);
+    CHECK(system(cmd) == 0);
+    const char *env = getenv("QMDB_NO_MMAP");
+    char *saved = env ? strdup(env) : NULL;
+    CHECK(setenv("QMDB_NO_MMAP", "1", 1) == 0);
+    db = open_db(dir);
+    check_all(db, "after reopen with QMDB_NO_MMAP=1");
+    CHECK_OK(qmdb_root(db, BLOCKS, r));
+    CHECK_MEM(r, root[BLOCKS], 32);
+    /* The same next block applied without the mapping here and with it (unless the
+     * environment disables it) to the copy: the same root and values. */
+    static model base;
+    base = cur;
+    uint8_t r_pread[32], r_map[32];
+    make_block(b, 5000);
+    CHECK_OK(qmdb_commit(db, BLOCKS + 1, b, r_pread));
+    check_all(db, "after a block with QMDB_NO_MMAP=1");
+    CHECK_OK(qmdb_close(db));
+    if (saved)
+        CHECK(setenv("QMDB_NO_MMAP", saved, 1) == 0);
+    else
+        CHECK(unsetenv("QMDB_NO_MMAP") == 0);
+    free(saved);
+    db = open_db(copy);
+    cur = base;
+    make_block(b, 5000);
+    CHECK_OK(qmdb_commit(db, BLOCKS + 1, b, r_map));
+    CHECK_MEM(r_map, r_pread, 32);
+    check_all(db, "after the same block on the copy");
+    CHECK_OK(qmdb_close(db));
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", copy);
+    CHECK(system(cmd) == 0);
+
+    snprintf(copy, sizeof(copy), "%s.rd", dir);
+    test_readers(copy);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", copy);
+    CHECK(system(cmd) == 0);
+    qmdb_batch_free(b);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    return test_report("test_readpath");
+}
