@@ -12,6 +12,8 @@
  *   sXX.entries.NNNNNNNNNN  entry-log segments (hpfile; entry layout in entry.h)
  *   sXX.twig.NNNNNNNNNN     twig-file segments (twigfile.h)
  *   sXX.tmeta.NNNNNNNNNN    twig-meta records (twigfile.h)
+ *   sXX.dpos0, sXX.dpos1    per block, the log offsets of the entries it deactivated
+ *                           (dpos.h; read by a rollback, never part of a root)
  *
  * Thread: one writer per shard (the update stage); qm_shard_get and qm_shard_read_entry also
  * from reader threads while the writer is excluded (db.c's reader lock); seal, meta_fill
@@ -20,6 +22,7 @@
 #ifndef QM_SHARD_H
 #define QM_SHARD_H
 
+#include "dpos.h"
 #include "entry.h"
 #include "hpfile.h"
 #include "ix.h"
@@ -86,6 +89,11 @@ typedef struct qm_shard {
     bool run_current;        /* ... and no block was applied or undone since: that run is the
                                 checkpoint of the current state */
     u64 hix_replayed_blocks, hix_replayed_changes; /* of the index journal, at open */
+    qm_dpos dpos; /* the blocks' deactivation positions, for rollbacks (dpos.h) */
+    /* Rollbacks since open (rollback.c): SNs made live again, entries below the discarded
+     * tail read for them, and how many of those were read by walking a twig (no usable
+     * dpos record). */
+    u64 rb_reactivated, rb_entries_read, rb_walked;
 } qm_shard;
 
 /* Creates a new shard with its 4096 sentries (not yet durable). */
