@@ -9,9 +9,13 @@
  * (SNs next_sn(h) .. next_sn(L) - 1, log offsets entry_size(h) .. entry_size(L)) is read
  * once: every tail entry still live at L loses its index record; every SN below next_sn(h)
  * that a tail entry deactivated is live again at h, so its active bit is set and its index
- * record comes back (its log position is found by walking its twig from the twig's first
- * entry: the reactivated SNs are sorted and each twig is walked at most once, only as far as
- * its last reactivated SN). The twigs after h's youngest are dropped, the youngest twig's
+ * record comes back. Its log position comes from the discarded blocks' deactivation-position
+ * records (dpos.h: per block, the SN and offset of each entry it deactivated), accepted only
+ * when the entry at that offset has that SN; an SN without such a record (a block committed
+ * before the records existed, a lost or damaged record) is found by walking its twig from
+ * the twig's first entry (the reactivated SNs are sorted and each twig is walked at most
+ * once, only as far as its last such SN). So the cost is the tail, the records and one read
+ * per reactivated entry. The twigs after h's youngest are dropped, the youngest twig's
  * left tree is rehashed from its entries, and next_sn, the compaction cursor and the live
  * count are those of h's record in STATES (states.h), which every commit writes before its
  * META. The recomputed shard roots must give the state root of h in ROOTS; otherwise the
@@ -36,7 +40,8 @@
  *   3. META: the next sequence describes h (sizes and cursors of h, heads and first twigs of
  *      now), fsynced: the commit point. Before it an open recovers L (no file was cut);
  *      after it, h (an open cuts every file past h's sizes, and ROOTS past h).
- *   4. The tails are cut: entry log, twig file, twig-meta file (qm_hpfile_cut), ROOTS.
+ *   4. The tails are cut: entry log, twig file, twig-meta file (qm_hpfile_cut), ROOTS, and
+ *      the dpos records above h (an open drops those too; they are never trusted anyway).
  *   5. Hybrid indexer: a checkpoint run of state h and a new journal generation from h+1
  *      (the old run may hold blocks after h; until the new one is renamed in, an open finds
  *      the old run ahead of META and rebuilds, or not ahead and replays its journal only up
