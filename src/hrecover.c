@@ -450,3 +450,34 @@ qm_shard_checkpoint(qm_shard *s, const char *dir, u64 height)
     free(blob);
     return rc;
 }
+
+int
+qm_shard_hix_rollback(qm_shard *s, const char *dir, u64 h)
+{
+    qm_hindex *x = s->index.hyb;
+    qm_hixj *j = qm_hix_journal(x);
+    u64 gen, first;
+    const char *env = getenv("QMDB_ROLLBACK_CHECKPOINT"); /* tests of the other path */
+    if (!(env && *env && atoi(env) != 0) && qm_hix_run_below(x, h, &gen, &first)) {
+        /* The run reflects a state at or below h: cut its journal after h's record, fsynced
+         * (the records of the discarded blocks must not come back after a power loss and be
+         * taken for the blocks committed next). */
+        u8 *recs = NULL;
+        size_t len = 0;
+        u64 end = 0, last = 0;
+        int rc = qm_hixj_read(j->io, dir, s->id, gen, first, h, &recs, &len, &end, &last);
+        free(recs);
+        if (rc == 0 && last == h) {
+            s->hix_rb_cut++;
+            return qm_hixj_resume(j, gen, end, NULL, 0, s->err);
+        }
+        if (rc && rc != QMDB_NOTFOUND && rc != QMDB_CORRUPT)
+            return qm_err_set(s->err, rc, "shard %u: reading the index journal: %s", s->id,
+                              qmdb_strerror(rc));
+    }
+    /* The run may hold blocks after h: a checkpoint run of state h, and the journal of its
+     * generation from h + 1. */
+    QM_RET(qm_shard_checkpoint(s, dir, h));
+    s->hix_rb_ckpt++;
+    return qm_hixj_start(j, qm_hix_gen(x), h + 1, false, s->err);
+}

@@ -42,10 +42,14 @@
  *      after it, h (an open cuts every file past h's sizes, and ROOTS past h).
  *   4. The tails are cut: entry log, twig file, twig-meta file (qm_hpfile_cut), ROOTS, and
  *      the dpos records above h (an open drops those too; they are never trusted anyway).
- *   5. Hybrid indexer: a checkpoint run of state h and a new journal generation from h+1
- *      (the old run may hold blocks after h; until the new one is renamed in, an open finds
+ *   5. Hybrid indexer, per shard: when the run on disk reflects a state at or below h and no
+ *      merge is pending, the run's journal is cut after h's record and fsynced (the DRAM
+ *      overlay already holds the undo; an open before the cut replays the journal only up
+ *      to h, and a writable one cuts it there too), so the index costs nothing proportional
+ *      to the database. Otherwise (the run holds blocks after h) a checkpoint run of state h
+ *      and a new journal generation from h+1 (until the new run is renamed in, an open finds
  *      the old run ahead of META and rebuilds, or not ahead and replays its journal only up
- *      to h, which is the same chain).
+ *      to h, which is the same chain). QMDB_ROLLBACK_CHECKPOINT=1 forces the checkpoint.
  * A failure in 1 leaves L durable; in 2-3 L or h (a torn META slot: the other copy or slot);
  * in 4-5 h. Every failure after 1 began makes the handle fatal (QMDB_PANIC; reopen).
  *
@@ -335,12 +339,8 @@ job_cut(void *arg, size_t i)
     QM_RET(qm_hpfile_cut(&s->twigs, nfull * QM_TWIG_REC));
     QM_RET(qm_hpfile_cut(&s->tmeta, nfull * QM_TMETA_REC));
     qm_dpos_cut(&s->dpos, c->height); /* the discarded blocks' records (an open cuts them too) */
-    if (s->index.hyb) {
-        /* A run of state h and the journal of its generation from h + 1. */
-        QM_RET(qm_shard_checkpoint(s, c->db->dir, c->height));
-        QM_RET(qm_hixj_start(qm_hix_journal(s->index.hyb), qm_hix_gen(s->index.hyb), c->height + 1,
-                             false, s->err));
-    }
+    if (s->index.hyb) /* the journal cut after h, or a run of state h (step 5 above) */
+        QM_RET(qm_shard_hix_rollback(s, c->db->dir, c->height));
     return 0;
 }
 
@@ -480,12 +480,18 @@ qmdb_rollback(qmdb_db *db, uint64_t height)
     }
     pthread_rwlock_unlock(&db->rw);
     t[3] = rb_now();
-    if (getenv("QMDB_ROLLBACK_TIMES"))
+    if (getenv("QMDB_ROLLBACK_TIMES")) {
+        u64 cut = 0, ck = 0;
+        for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
+            cut += db->shard[i].hix_rb_cut;
+            ck += db->shard[i].hix_rb_ckpt;
+        }
         fprintf(stderr,
                 "qmdb_rollback %" PRIu64 " -> %" PRIu64 ": undo %.3f s, STATES+META %.3f s, "
-                "cut%s %.3f s\n",
-                L, height, t[1] - t[0], t[2] - t[1], db->par.hybrid ? " + index checkpoint" : "",
-                t[3] - t[2]);
+                "cut %.3f s (hybrid index since open: %" PRIu64 " journal cuts, %" PRIu64
+                " checkpoints)\n",
+                L, height, t[1] - t[0], t[2] - t[1], t[3] - t[2], cut, ck);
+    }
     if (rc)
         db_set_fatal(db);
     return rc;

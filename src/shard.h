@@ -94,6 +94,7 @@ typedef struct qm_shard {
      * tail read for them, and how many of those were read by walking a twig (no usable
      * dpos record). */
     u64 rb_reactivated, rb_entries_read, rb_walked;
+    u64 hix_rb_cut, hix_rb_ckpt; /* hybrid rollbacks: journal cut / checkpoint written */
 } qm_shard;
 
 /* Creates a new shard with its 4096 sentries (not yet durable). */
@@ -116,6 +117,10 @@ QM_HIDDEN int qm_shard_checkpoint(qm_shard *s, const char *dir, u64 height);
  * with the shard's snapshot). block_end: after block `height` was applied, its journal
  * record (written, not fsynced: hixj.h). No-ops without the hybrid indexer. */
 QM_HIDDEN int qm_shard_hix_maintain(qm_shard *s, u64 height);
+/* Hybrid indexer, a rollback to h after its META is durable (hrecover.c): when the run on
+ * disk reflects a state at or below h, cuts the journal after h's record (fsynced); else
+ * writes a checkpoint run of state h and starts a journal generation at h + 1. */
+QM_HIDDEN int qm_shard_hix_rollback(qm_shard *s, const char *dir, u64 h);
 QM_HIDDEN int qm_shard_hix_block_end(qm_shard *s, u64 height);
 /* At open (hrecover.c): resume the hybrid index from its run and journal. QMDB_NOTFOUND:
  * nothing usable (the caller rebuilds from the log and then calls qm_shard_hix_rebuilt). */
