@@ -42,14 +42,16 @@
  *      after it, h (an open cuts every file past h's sizes, and ROOTS past h).
  *   4. The tails are cut: entry log, twig file, twig-meta file (qm_hpfile_cut), ROOTS, and
  *      the dpos records above h (an open drops those too; they are never trusted anyway).
- *   5. Hybrid indexer, per shard: when the run on disk reflects a state at or below h and no
- *      merge is pending, the run's journal is cut after h's record and fsynced (the DRAM
- *      overlay already holds the undo; an open before the cut replays the journal only up
- *      to h, and a writable one cuts it there too), so the index costs nothing proportional
- *      to the database. Otherwise (the run holds blocks after h) a checkpoint run of state h
- *      and a new journal generation from h+1 (until the new run is renamed in, an open finds
- *      the old run ahead of META and rebuilds, or not ahead and replays its journal only up
- *      to h, which is the same chain). QMDB_ROLLBACK_CHECKPOINT=1 forces the checkpoint.
+ *   5. Hybrid indexer, per shard (hrecover.c, qm_shard_hix_rollback), fsynced: when the run
+ *      on disk reflects a state at or below h and no merge is pending, its journal is cut
+ *      after the record reaching h; otherwise the undo's index changes and re-activated SNs,
+ *      which step 1 collected in the journal's buffer like a block's, become an undo record
+ *      from L down to h (hixj.h), which an open replays after the run (even one ahead of
+ *      META). Before this step an open replays the journal only up to h, or finds the run
+ *      ahead of META without an undo record and rebuilds from the log. Only with the journal
+ *      off (after a checkpoint at close), or QMDB_ROLLBACK_CHECKPOINT=1: a checkpoint run of
+ *      state h and a new journal generation from h+1. The DRAM overlay holds the undo in
+ *      every case, so nothing here is proportional to the database.
  * A failure in 1 leaves L durable; in 2-3 L or h (a torn META slot: the other copy or slot);
  * in 4-5 h. Every failure after 1 began makes the handle fatal (QMDB_PANIC; reopen).
  *
@@ -245,6 +247,8 @@ undo_reactivate(qm_shard *s, qm_scan *sc, const qm_states_shard *r, const u64 *r
             return QM_CORRUPT(s->err, "shard %u: SN %" PRIu64 " cannot be made live again", s->id,
                               d);
         QM_RET(qm_ix_insert(&s->index, kh, at));
+        if (s->index.hyb) /* for the journal's undo record (hixj.h) */
+            qm_hixj_react(qm_hix_journal(s->index.hyb), d);
         s->rb_reactivated++;
     }
     return 0;
@@ -340,7 +344,7 @@ job_cut(void *arg, size_t i)
     QM_RET(qm_hpfile_cut(&s->tmeta, nfull * QM_TMETA_REC));
     qm_dpos_cut(&s->dpos, c->height); /* the discarded blocks' records (an open cuts them too) */
     if (s->index.hyb) /* the journal cut after h, or a run of state h (step 5 above) */
-        QM_RET(qm_shard_hix_rollback(s, c->db->dir, c->height));
+        QM_RET(qm_shard_hix_rollback(s, c->db->dir, c->latest, c->height));
     return 0;
 }
 
@@ -481,16 +485,17 @@ qmdb_rollback(qmdb_db *db, uint64_t height)
     pthread_rwlock_unlock(&db->rw);
     t[3] = rb_now();
     if (getenv("QMDB_ROLLBACK_TIMES")) {
-        u64 cut = 0, ck = 0;
+        u64 cut = 0, un = 0, ck = 0;
         for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
             cut += db->shard[i].hix_rb_cut;
+            un += db->shard[i].hix_rb_undo;
             ck += db->shard[i].hix_rb_ckpt;
         }
         fprintf(stderr,
                 "qmdb_rollback %" PRIu64 " -> %" PRIu64 ": undo %.3f s, STATES+META %.3f s, "
                 "cut %.3f s (hybrid index since open: %" PRIu64 " journal cuts, %" PRIu64
-                " checkpoints)\n",
-                L, height, t[1] - t[0], t[2] - t[1], t[3] - t[2], cut, ck);
+                " undo records, %" PRIu64 " checkpoints)\n",
+                L, height, t[1] - t[0], t[2] - t[1], t[3] - t[2], cut, un, ck);
     }
     if (rc)
         db_set_fatal(db);

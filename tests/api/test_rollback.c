@@ -145,8 +145,9 @@ test_codes_and_in_flight(void)
 }
 
 /* A process that rolls back, commits three blocks and exits without closing (as after a
- * SIGKILL): with the hybrid indexer the next fast open resumes every shard from the
- * rollback's checkpoint plus the journal of the three blocks. */
+ * SIGKILL): with the hybrid indexer the next fast open resumes every shard from the run of
+ * the last close (height 6, ahead of the rollback's target) plus the journal: the rollback's
+ * undo record down to 3 and the three blocks. */
 static void
 test_crash_after_rollback(void)
 {
@@ -184,7 +185,9 @@ test_crash_after_rollback(void)
     const char *ix = getenv("QMDB_INDEXER");
     if (ix && strcmp(ix, "hybrid") == 0) {
         CHECK_EQ_U64(s.index_resumed_shards, 16);
-        CHECK_EQ_U64(s.index_replayed_blocks, 16 * 3);
+        /* The run is the close's checkpoint at 6, or a merge's since: per shard at most the
+         * rollback's undo record down to 3 and the 3 blocks. */
+        CHECK(s.index_replayed_blocks > 0 && s.index_replayed_blocks <= 16 * 4);
     }
     unsigned char v[32];
     size_t vl = 0;
