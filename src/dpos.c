@@ -208,7 +208,9 @@ void
 qm_dpos_close(qm_dpos *d)
 {
     for (unsigned k = 0; k < 2; k++) {
-        if (d->fd[k] >= 0)
+        /* A zeroed, never opened qm_dpos (a shard whose open did not get this far) has no
+         * path: its fd fields are not descriptors. */
+        if (d->path[k] && d->fd[k] >= 0)
             qm_io_get()->close(d->fd[k]);
         free(d->path[k]);
     }
