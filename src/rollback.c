@@ -71,6 +71,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+/* Re-activated entries per twig from which they are read through the scanner (sequential
+ * reads of the twig's bytes) rather than one pread each. */
+#define RB_DENSE 64u
+
 typedef struct rb_ctx {
     qmdb_db *db;
     u64 height, latest;
@@ -175,6 +179,22 @@ read_at(qm_shard *s, const qm_states_shard *r, u64 pos, u64 sn, qm_ebuf *b, qm_e
     }
 }
 
+/* read_at through the buffered scanner (a twig with many re-activated entries: their reads
+ * come from the scanner's large sequential reads instead of one pread each). */
+static int
+scan_at(qm_shard *s, qm_scan *sc, const qm_states_shard *r, u64 pos, u64 sn, qm_entry *e)
+{
+    if (pos < s->entries.head || pos >= r->entry_size || r->entry_size - pos < QM_ENTRY_FIXED + 3)
+        return 1;
+    const u8 *p;
+    QM_RET(qm_scan_get(sc, pos, QM_ENTRY_FIXED + 3, &p));
+    u32 len = qm_entry_len_from_header(p);
+    if (len > r->entry_size - pos)
+        return 1;
+    QM_RET(qm_scan_get(sc, pos, len, &p));
+    return qm_entry_decode(p, len, e) == 0 && e->sn == sn ? 0 : 1;
+}
+
 /* The position of SN d in the sorted (SN, offset) pairs, or UINT64_MAX. */
 static u64
 pair_find(const u64 *pairs, size_t np, u64 d)
@@ -207,8 +227,17 @@ undo_reactivate(qm_shard *s, qm_scan *sc, const qm_states_shard *r, const u64 *r
     qm_tree *t = &s->tree;
     qm_ebuf *b = &s->rb[0];
     u64 sn = UINT64_MAX, pos = 0; /* the walk: the entry at pos has SN sn */
+    u64 twig = UINT64_MAX;        /* the twig of re[i], and whether it holds many of them */
+    bool dense = false;
     for (size_t i = 0; i < n; i++) {
         u64 d = re[i];
+        if ((d >> QM_TWIG_SHIFT) != twig) {
+            twig = d >> QM_TWIG_SHIFT;
+            size_t k = i;
+            while (k < n && (re[k] >> QM_TWIG_SHIFT) == twig)
+                k++;
+            dense = k - i >= RB_DENSE;
+        }
         if (i > 0 && re[i - 1] == d)
             return QM_CORRUPT(s->err, "shard %u: SN %" PRIu64 " is deactivated twice", s->id, d);
         if ((d >> QM_TWIG_SHIFT) < t->first_twig)
@@ -216,7 +245,9 @@ undo_reactivate(qm_shard *s, qm_scan *sc, const qm_states_shard *r, const u64 *r
                               s->id, d);
         qm_entry e;
         u64 at = pair_find(pairs, np, d);
-        int rc = at == UINT64_MAX ? 1 : read_at(s, r, at, d, b, &e);
+        int rc = at == UINT64_MAX ? 1
+                 : dense          ? scan_at(s, sc, r, at, d, &e)
+                                  : read_at(s, r, at, d, b, &e);
         if (rc < 0)
             return rc;
         s->rb_entries_read += at != UINT64_MAX;
