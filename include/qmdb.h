@@ -422,6 +422,15 @@ typedef struct qmdb_stats {
                                           or a rebuild from the log) */
     uint64_t index_replayed_changes; /**< hybrid indexer: index changes and deactivations
                                           replayed from the journal at open */
+    uint64_t rollback_reactivated;   /**< entries made live again by qmdb_rollback since
+                                          open (ones that a discarded block deactivated) */
+    uint64_t rollback_entries_read;  /**< entries below the discarded blocks that
+                                          qmdb_rollback read to re-index those (one each when
+                                          the sXX.dpos records lead to them; more when a twig
+                                          is walked instead), since open */
+    uint64_t rollback_walked;        /**< of rollback_reactivated: the ones found by walking
+                                          their twig (blocks with no usable sXX.dpos record:
+                                          committed before the file existed, or damaged) */
 } qmdb_stats;
 
 /** Initializer: qmdb_stats st = QMDB_STATS_INIT; */

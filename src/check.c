@@ -17,13 +17,18 @@
  *  5. Key-hash chain: per shard, the live entries sorted by key hash, each one's
  *     next_key_hash is the next live key hash (the last one's is the next shard's first
  *     sentry, or 32 x 0xff for shard 15).
+ *  6. Deactivation positions (dpos.h): the header and every record of each shard's
+ *     sXX.dpos0 and sXX.dpos1 pass their checks (length, CRC, increasing heights). A rollback
+ *     never trusts them (it checks every offset against the entry there), but damage is
+ *     reported: such a rollback would walk twigs instead.
  * qmdb_check (db_open.c) runs check 1 (qm_check_meta), opens a read-only verifying handle
- * (check 2) and runs checks 3-5 on the view of it that db_read.c builds (qm_check_run).
+ * (check 2) and runs checks 3-6 on the view of it that db_read.c builds (qm_check_run).
  * Thread: the caller's.
  */
 #include "check.h"
 
 #include "codec.h"
+#include "dpos.h"
 #include "entry.h"
 #include "io.h"
 
@@ -285,11 +290,33 @@ out:
     return rc;
 }
 
+/* Check 6: the shard's two deactivation-position files. */
+static void
+check_dpos(chk *c, const char *dir, unsigned shard)
+{
+    for (unsigned k = 0; k < 2; k++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/s%02x.dpos%u", dir, shard, k);
+        u64 nrec = 0, bad = 0;
+        int rc = qm_dpos_verify(path, shard, &nrec, &bad);
+        if (rc == QMDB_CORRUPT)
+            report(c,
+                   "%s: the %s at offset %" PRIu64 " fails its check (damaged; %" PRIu64
+                   " records before it are intact; a rollback over the blocks it covers walks "
+                   "their twigs instead)",
+                   path, bad == 0 ? "header" : "deactivation-position record", bad, nrec);
+        else if (rc)
+            report(c, "%s: cannot be read: %s", path, qmdb_strerror(rc));
+    }
+}
+
 int
 qm_check_run(const qm_check_view *v, qmdb_check_fn fn, void *arg, u64 *problems)
 {
     chk c = {fn, arg, 0};
     check_roots(&c, v);
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        check_dpos(&c, v->dir, s);
     int rc = 0;
     for (unsigned s = 0; s < QM_SHARD_COUNT && !rc; s++)
         rc = check_shard(&c, &v->shards[s]);

@@ -19,9 +19,9 @@ typedef struct qm_check_view {
 
 /* Check 1 of check.c: both META slots of dir. Returns the number of problems reported. */
 QM_HIDDEN u64 qm_check_meta(const char *dir, qmdb_check_fn fn, void *arg);
-/* Checks 3-5 of check.c (ROOTS, indexer against ActiveBits, key-hash chain) on the view of
- * an open handle, adding to *problems. Used by qmdb_check and by tests that damage a
- * handle's memory. */
+/* Checks 3-6 of check.c (ROOTS, indexer against ActiveBits, key-hash chain, dpos files) on the view
+ * of an open handle, adding to *problems. Used by qmdb_check and by tests that damage a handle's
+ * memory. */
 QM_HIDDEN int qm_check_run(const qm_check_view *v, qmdb_check_fn fn, void *arg, u64 *problems);
 
 #endif /* QM_CHECK_H */

@@ -67,6 +67,8 @@ job_shard_update(void *arg, size_t i)
     u64 c0 = qm_hash_compressions();
     u64 h = db->commit_height;
     int rc = qm_shard_update(&db->shard[i], h, db->cs.ops[i], db->cs.n[i]);
+    if (!rc) /* where the entries this block deactivated live (dpos.h; no fsync) */
+        qm_dpos_block(&db->shard[i].dpos, h);
     if (!rc) /* hybrid indexer: the block's journal record (written, not fsynced: hixj.h) */
         rc = qm_shard_hix_block_end(&db->shard[i], h);
     if (!rc)

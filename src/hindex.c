@@ -620,6 +620,7 @@ install_locked(qm_hindex *x)
     layer_free(x->f);
     x->f = NULL;
     x->gen = x->fgen;
+    x->rheight = x->fst.height;
     free(x->fblob);
     x->fblob = NULL;
     x->merges++;
@@ -707,6 +708,7 @@ qm_hix_checkpoint(qm_hindex *x, const qm_hix_state *st, const u8 *blob, size_t b
     hix_run_close(x->io, &x->r);
     x->r = out;
     x->gen = gen;
+    x->rheight = st->height;
     free(x->fblob);
     x->fblob = NULL;
     /* No block follows a checkpoint in this process; the next open continues the journal. */
@@ -742,6 +744,18 @@ u64
 qm_hix_gen(const qm_hindex *x)
 {
     return x->gen;
+}
+
+bool
+qm_hix_run_below(qm_hindex *x, u64 h, u64 *gen, u64 *first_h)
+{
+    pthread_mutex_lock(&x->mu);
+    bool ok = !x->f && x->state == MERGE_IDLE && x->r.fd >= 0 && x->gen != 0 && x->j.on &&
+              x->j.gen == x->gen && x->rheight <= h;
+    pthread_mutex_unlock(&x->mu);
+    *gen = x->gen;
+    *first_h = x->rheight + 1;
+    return ok;
 }
 
 /* ---- walks and statistics ----------------------------------------------------------------- */
@@ -817,6 +831,7 @@ qm_hix_load(const char *dir, unsigned shard, u64 merge_changes, qm_hix_state *st
     x->r = r;
     x->count = r.nrec;
     x->gen = *gen;
+    x->rheight = st->height;
     *out = x;
     return 0;
 }

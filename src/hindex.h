@@ -86,6 +86,11 @@ QM_HIDDEN void qm_hix_note_deact(qm_hindex *x, u64 sn);
 QM_HIDDEN int qm_hix_journal_block(qm_hindex *x, const qm_hixj_blk *b);
 QM_HIDDEN qm_hixj *qm_hix_journal(qm_hindex *x);
 QM_HIDDEN u64 qm_hix_gen(const qm_hindex *x);
+/* A rollback to height h (after its META): true when the run on disk reflects a state at or
+ * below h and no merge is pending, so that the run plus its generation's journal up to h is
+ * state h (the journal only needs its later records cut). *gen: the run's generation;
+ * *first_h: the height of its journal's first record. */
+QM_HIDDEN bool qm_hix_run_below(qm_hindex *x, u64 h, u64 *gen, u64 *first_h);
 
 /* True when the run page a lookup of kh reads first is in DRAM (this thread's page cache, or
  * the OS page cache: then it is copied into the former, and the lookup that follows reads no

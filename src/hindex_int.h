@@ -66,6 +66,7 @@ struct qm_hindex {
     u64 mcap, mn, mrun;
     pthread_mutex_t mmu;
     u64 gen;          /* generation of run r (0: none yet) */
+    u64 rheight;      /* height of the state run r reflects */
     qm_hixj j;        /* the journal of the blocks since (hixj.h) */
     qm_hix_state fst; /* F's state (the snapshot taken when it was frozen) */
     u8 *fblob;        /* and its blob (fblob_len bytes) */

@@ -7,13 +7,14 @@
  *   header, 64 bytes:
  *     OFFSET SIZE FIELD
  *     0      8    magic "QMDBHIXJ"
- *     8      4    version (1)
+ *     8      4    version (2; 1, written by earlier versions, has no 'A' or 'U' items)
  *     12     4    shard
  *     16     8    generation (the run file sXX.hix it continues carries the same number)
  *     24     8    height of the first record
  *     32     4    CRC32C of bytes [0, 32)
  *     36     28   zero
- *   then one record per block, heights consecutive:
+ *   then one record per block, heights consecutive, or an undo record (a rollback from the
+ *   height just reached down to a lower one; the next block follows that):
  *     0      4    record length L (48 + items)
  *     4      4    CRC32C of bytes [8, L)
  *     8      8    block height
@@ -26,6 +27,12 @@
  *                   'E' key-hash bytes [0..6), position/8                erase
  *                   'R' key-hash bytes [0..6), old/8, new/8              replace
  *                   'D' SN (8 bytes)                                     deactivation
+ *                   'A' SN (8 bytes)                                     live again (undo)
+ *                   'U' height (8 bytes)                                 first item of an
+ *                                     undo record: the height it undoes from; the record's
+ *                                     height and state are those rolled back to
+ * An undo record is written and fsynced by qmdb_rollback after its META (rollback.c); which
+ * prefix of a chain is the committed state is qm_hixj_trusted's rule (hixj.h).
  * Records past the committed height are ignored at open (and cut by a writable open); a
  * record failing its CRC ends the journal. Nothing here is fsynced on the commit path (see
  * hixj.h); an open that resumes fsyncs what it keeps.
@@ -41,7 +48,7 @@
 #include <stdlib.h>
 
 #define HIXJ_MAGIC "QMDBHIXJ"
-#define HIXJ_VERSION 1u
+#define HIXJ_VERSION 2u /* 1: no 'U' or 'A' items (read as well) */
 
 void
 qm_hixj_path(const char *dir, unsigned shard, unsigned p, char *out, size_t cap)
@@ -134,12 +141,12 @@ qm_hixj_resume(qm_hixj *j, u64 gen, u64 off, const u8 *more, size_t more_len, qm
         j->io->close(fd);
         return jerr(err, rc, path, "writing the index journal");
     }
-    if (more_len) { /* the next generation's records now follow in this file */
-        char other[4200];
-        qm_hixj_path(j->dir, j->shard, p ^ 1, other, sizeof(other));
-        (void)j->io->unlink(other);
+    /* The other parity's file holds the next generation's records (now in this file) or an
+     * older generation's: either way nothing reads it again. */
+    char other[4200];
+    qm_hixj_path(j->dir, j->shard, p ^ 1, other, sizeof(other));
+    if (j->fd[p ^ 1] < 0 && j->io->unlink(other) == 0)
         (void)qm_iox_fsync_dir(j->io, j->dir);
-    }
     if (j->fd[p] >= 0)
         j->io->close(j->fd[p]);
     j->fd[p] = fd;
@@ -215,6 +222,18 @@ qm_hixj_deact(qm_hixj *j, u64 sn)
     }
 }
 
+void
+qm_hixj_react(qm_hixj *j, u64 sn)
+{
+    if (!j->on)
+        return;
+    u8 *p = jroom(j, 9);
+    if (p) {
+        p[0] = 'A';
+        qm_put_u64le(p + 1, sn);
+    }
+}
+
 int
 qm_hixj_block(qm_hixj *j, const qm_hixj_blk *b, qm_err *err)
 {
@@ -277,10 +296,11 @@ qm_hixj_item_get(const u8 *p, size_t left, qm_hixj_item *it)
     if (left == 0)
         return 0;
     it->tag = p[0];
-    size_t n = p[0] == 'R' ? 19 : p[0] == 'D' ? 9 : (p[0] == 'I' || p[0] == 'E') ? 13 : 0;
+    bool sn8 = p[0] == 'D' || p[0] == 'A' || p[0] == 'U';
+    size_t n = p[0] == 'R' ? 19 : sn8 ? 9 : (p[0] == 'I' || p[0] == 'E') ? 13 : 0;
     if (n == 0 || n > left)
         return 0;
-    if (p[0] == 'D') {
+    if (sn8) {
         it->a = qm_get_u64le(p + 1);
         return n;
     }
@@ -307,7 +327,8 @@ qm_hixj_read(const qm_io *io, const char *dir, unsigned shard, u64 gen, u64 firs
     u8 h[QM_HIXJ_HDR];
     int rc = io->fsize(fd, &fsize);
     if (!rc && (fsize < QM_HIXJ_HDR || qm_iox_pread_full(io, fd, h, sizeof(h), 0) != 0 ||
-                memcmp(h, HIXJ_MAGIC, 8) != 0 || qm_get_u32le(h + 8) != HIXJ_VERSION ||
+                memcmp(h, HIXJ_MAGIC, 8) != 0 ||
+                (qm_get_u32le(h + 8) != 1 && qm_get_u32le(h + 8) != HIXJ_VERSION) ||
                 qm_get_u32le(h + 12) != shard || qm_get_u64le(h + 16) != gen ||
                 qm_get_u64le(h + 24) != first_h || qm_get_u32le(h + 32) != qm_crc32c(0, h, 32)))
         rc = QMDB_NOTFOUND;
@@ -328,14 +349,107 @@ qm_hixj_read(const qm_io *io, const char *dir, unsigned shard, u64 gen, u64 firs
     const u8 *items;
     size_t ilen;
     while (want <= max_h && (step = qm_hixj_next(buf + at, n - at, &b, &items, &ilen)) != 0) {
-        if (b.height != want || qm_get_u32le(buf + at + 4) != qm_crc32c(0, buf + at + 8, step - 8))
+        if (qm_get_u32le(buf + at + 4) != qm_crc32c(0, buf + at + 8, step - 8))
             break;
+        u64 from;
+        if (qm_hixj_undo_from(items, ilen, &from)) {
+            /* A rollback from the height just reached down to b.height. */
+            if (from != want - 1 || b.height >= from)
+                break;
+        } else if (b.height != want) {
+            break;
+        }
         at += step;
-        want++;
+        want = b.height + 1;
     }
     *recs = buf;
     *len = at;
     *end = QM_HIXJ_HDR + at;
     *last_h = want - 1;
+    return 0;
+}
+
+bool
+qm_hixj_undo_from(const u8 *items, size_t ilen, u64 *from)
+{
+    qm_hixj_item it;
+    if (qm_hixj_item_get(items, ilen, &it) == 0 || it.tag != 'U')
+        return false;
+    *from = it.a;
+    return true;
+}
+
+bool
+qm_hixj_trusted(const u8 *recs, size_t len, u64 first_h, u64 h, size_t *plen)
+{
+    bool found = first_h - 1 == h, bad = false;
+    *plen = 0;
+    size_t at = 0, step;
+    qm_hixj_blk b;
+    const u8 *items;
+    size_t ilen;
+    while ((step = qm_hixj_next(recs + at, len - at, &b, &items, &ilen)) != 0) {
+        at += step;
+        u64 from;
+        if (qm_hixj_undo_from(items, ilen, &from) && b.height < h)
+            bad = true; /* the chain went below h after the occurrence found so far */
+        if (b.height == h) {
+            found = true;
+            bad = false;
+            *plen = at;
+        }
+    }
+    return found && !bad;
+}
+
+int
+qm_hixj_undo(qm_hixj *j, u64 from, const qm_hixj_blk *b, qm_err *err)
+{
+    if (!j->on)
+        return QMDB_NOTFOUND;
+    char path[4200];
+    unsigned p = (unsigned)(j->gen & 1);
+    qm_hixj_path(j->dir, j->shard, p, path, sizeof(path));
+    if (j->rc) {
+        int rc = j->rc;
+        j->rc = 0;
+        j->len = 0;
+        return jerr(err, rc, path, "collecting the rollback's index changes");
+    }
+    u8 *h = jroom(j, QM_HIXJ_REC_HDR + 9);
+    if (!h)
+        return jerr(err, -ENOMEM, path, "collecting the rollback's index changes");
+    size_t items = j->len - QM_HIXJ_REC_HDR - 9;
+    memmove(j->buf + QM_HIXJ_REC_HDR + 9, j->buf, items);
+    h = j->buf;
+    h[QM_HIXJ_REC_HDR] = 'U';
+    qm_put_u64le(h + QM_HIXJ_REC_HDR + 1, from);
+    qm_put_u32le(h, (u32)j->len);
+    qm_put_u64le(h + 8, b->height);
+    qm_put_u64le(h + 16, b->next_sn);
+    qm_put_u64le(h + 24, b->entry_size);
+    qm_put_u64le(h + 32, b->live);
+    qm_put_u64le(h + 40, b->yfirst);
+    qm_put_u32le(h + 4, qm_crc32c(0, h + 8, j->len - 8));
+    /* A file started by an older version says version 1, which knows no 'U' record: mark it
+     * version 2 first, so that such a version falls back to the log scan instead of reading
+     * the blocks this record undoes as committed. */
+    int fd = j->fd[p];
+    u8 hd[QM_HIXJ_HDR];
+    int rc = qm_iox_pread_full(j->io, fd, hd, sizeof(hd), 0);
+    if (!rc && qm_get_u32le(hd + 8) != HIXJ_VERSION) {
+        qm_put_u32le(hd + 8, HIXJ_VERSION);
+        qm_put_u32le(hd + 32, qm_crc32c(0, hd, 32));
+        rc = qm_iox_pwrite_full(j->io, fd, hd, sizeof(hd), 0);
+    }
+    if (!rc)
+        rc = qm_iox_pwrite_full(j->io, fd, j->buf, j->len, j->off);
+    if (!rc)
+        rc = j->io->fsync(fd);
+    size_t n = j->len;
+    j->len = 0;
+    if (rc)
+        return jerr(err, rc, path, "writing the index journal");
+    j->off += n;
     return 0;
 }

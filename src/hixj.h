@@ -68,16 +68,34 @@ QM_HIDDEN void qm_hixj_deact(qm_hixj *j, u64 sn);
 
 /* Ends a block: writes its record (no fsync; nothing when not recording). */
 QM_HIDDEN int qm_hixj_block(qm_hixj *j, const qm_hixj_blk *b, qm_err *err);
+/* A rollback (rollback.c): SN sn is live again (an 'A' item; the index changes come through
+ * ins/erase as for a block). */
+QM_HIDDEN void qm_hixj_react(qm_hixj *j, u64 sn);
+/* Ends a rollback from height `from` to b->height (after its META is durable): writes the
+ * collected items as an undo record (first item 'U' from) and fsyncs it. QMDB_NOTFOUND when
+ * not recording (nothing written). */
+QM_HIDDEN int qm_hixj_undo(qm_hixj *j, u64 from, const qm_hixj_blk *b, qm_err *err);
 
 /*
  * Reads the records of journal gen (file parity gen & 1) whose header says generation gen
- * and first block first_h: the valid records (CRC, consecutive heights from first_h) of
- * heights <= max_h, copied to *recs (malloc'd, *len bytes); *end: their end offset in the
- * file; *last_h: the last height read (first_h - 1 if none). QMDB_NOTFOUND: no such journal.
+ * and first block first_h: the valid records (CRC; heights consecutive from first_h, except
+ * that an undo record goes from the height just reached down to a lower one) until the
+ * height reached exceeds max_h (UINT64_MAX: all of them), copied to *recs (malloc'd, *len
+ * bytes); *end: their end offset in the file; *last_h: the height reached after the last
+ * record read (first_h - 1 if none). QMDB_NOTFOUND: no such journal.
  */
 QM_HIDDEN int qm_hixj_read(const qm_io *io, const char *dir, unsigned shard, u64 gen, u64 first_h,
                            u64 max_h, u8 **recs, size_t *len, u64 *end, u64 *last_h);
 
+/* Whether a record's items start with 'U' (an undo record): *from, the height it undoes. */
+QM_HIDDEN bool qm_hixj_undo_from(const u8 *items, size_t ilen, u64 *from);
+/* Which prefix of the records recs[0, len) (a chain read by qm_hixj_read from first_h, one
+ * generation's or two concatenated) leads to the committed state of height h: the one ending
+ * at the last record that reaches h (a block of height h, or an undo record down to h; no
+ * record when first_h - 1 == h and none reaches h later), provided no undo record after it
+ * goes below h (then the records that led back up to h were lost). *plen: its length.
+ * False when there is none. Pure. */
+QM_HIDDEN bool qm_hixj_trusted(const u8 *recs, size_t len, u64 first_h, u64 h, size_t *plen);
 /* Walks records read by qm_hixj_read: *b the block, its items in [*items, *items + *ilen).
  * Returns the record's length, 0 at the end. */
 QM_HIDDEN size_t qm_hixj_next(const u8 *p, size_t left, qm_hixj_blk *b, const u8 **items,

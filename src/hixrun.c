@@ -452,6 +452,7 @@ qm_hix_bulk_finish(qm_hindex *x, const qm_hix_state *st, const u8 *blob, size_t 
     x->r = w.out;
     x->count = x->r.nrec;
     x->gen = gen;
+    x->rheight = st ? st->height : 0;
     hix_bulk_free(x);
     return 0;
 }

@@ -11,12 +11,20 @@
  * height H resumes when:
  *   - the run is well formed, its state is not ahead of M (S.height <= H, S.next_sn <=
  *     M.next_sn, S.entry_size <= M.entry_size, S.first_twig <= M.first_twig), and if
- *     S.height == H it equals M (next_sn, entry_size, live, shard root);
+ *     S.height == H it equals M (next_sn, entry_size, live, shard root); or it is ahead
+ *     (S.first_twig <= M.first_twig still) and the journal prefix below has an undo record;
  *   - the journal of the run's generation (then of the next one, which a merge that was
- *     running started) holds blocks S.height + 1 .. H, each record's CRC valid, and the last
- *     one's state (next_sn, entry_size, live) equals M's.
- * Then ActiveBits = the blob's, plus the SNs appended since (all set), minus the journal's
- * deactivations; the index = the run plus the journal's changes (in the overlay); the
+ *     running started) holds a chain of records from S.height + 1, each record's CRC valid
+ *     (blocks of consecutive heights; an undo record, written by a rollback after its META,
+ *     goes from the height just reached down to the rollback's target), and of it the prefix
+ *     that qm_hixj_trusted picks for H (the last record reaching H, with no undo record
+ *     below H after it) exists; its last record's state (next_sn, entry_size, live) equals
+ *     M's.
+ * Then ActiveBits = the blob's (none at or above M.next_sn), plus the SNs appended since (all
+ * set), minus the journal's deactivations; an undo record sets every SN above its state's
+ * next_sn again (they belong to the chain that follows), its 'A' items, and caps the
+ * deactivation heights at its height, as the rollback did; the index = the run plus the
+ * journal's changes (in the overlay), an undo record's too; the
  * youngest twig's leaves are hashed from the log as in the log scan. The counts must equal
  * M.live, and the shard root recomputed from ActiveBits and the twig roots must equal M's
  * (qm_shard_open); any mismatch before that falls back to the log scan, which rewrites the
@@ -149,8 +157,39 @@ qm_shard_hix_rebuilt(qm_shard *s, const qm_shard_meta *m)
     return rc;
 }
 
+/* Sets (on) or clears SN d's active bit; false if it already was so. */
+static bool
+flip_bit(qm_tree *t, u64 d, bool on)
+{
+    qm_twig *tw = qm_tree_twig(t, d >> QM_TWIG_SHIFT);
+    unsigned bit = (unsigned)(d & QM_TWIG_MASK);
+    u8 m = (u8)(1u << (bit & 7));
+    if (((tw->active[bit >> 3] & m) != 0) == on)
+        return false;
+    tw->active[bit >> 3] = on ? (u8)(tw->active[bit >> 3] | m) : (u8)(tw->active[bit >> 3] & ~m);
+    return true;
+}
+
+/* An undo record down to state b (a rollback): every SN appended after b is the committed
+ * chain's (live unless a later record deactivates it), and no deactivation is later than
+ * b's height. Its 'A' items then set the SNs that became live again. */
+static void
+replay_undo(qm_shard *s, const qm_hixj_blk *b, u64 sn0)
+{
+    qm_tree *t = &s->tree;
+    for (u64 d = QM_MAX(b->next_sn, sn0); d < t->next_sn; d++)
+        (void)flip_bit(t, d, true);
+    for (u64 id = sn0 >> QM_TWIG_SHIFT; id < t->ntwigs; id++) {
+        qm_twig *tw = qm_tree_twig(t, id);
+        if (tw->deact_height > b->height)
+            tw->deact_height = b->height;
+    }
+}
+
 /* Replays journal records [p, p + len) into index x and the tree's ActiveBits (unpruned
- * twigs from sn0). *last: the state after the last record. false: they do not fit. */
+ * twigs from sn0). *last: the state after the last record. false: they do not fit. SNs at or
+ * above the committed next_sn (the tree's) occur only in blocks a later undo record
+ * discards: their 'D' and 'A' items are skipped. */
 static bool
 replay(qm_shard *s, qm_hindex *x, const u8 *p, size_t len, u64 sn0, qm_hixj_blk *last)
 {
@@ -163,6 +202,12 @@ replay(qm_shard *s, qm_hindex *x, const u8 *p, size_t len, u64 sn0, qm_hixj_blk 
         len -= step;
         qm_hixj_item it;
         size_t n;
+        u64 from;
+        if (qm_hixj_undo_from(items, ilen, &from)) {
+            if (from != last->height || b.height >= from)
+                return false;
+            replay_undo(s, &b, sn0);
+        }
         while ((n = qm_hixj_item_get(items, ilen, &it)) != 0) {
             items += n;
             ilen -= n;
@@ -175,16 +220,16 @@ replay(qm_shard *s, qm_hindex *x, const u8 *p, size_t len, u64 sn0, qm_hixj_blk 
                 rc = qm_hix_erase(x, kh, it.a);
             } else if (it.tag == 'R') {
                 rc = qm_hix_replace(x, kh, it.a, it.b);
-            } else if (it.a >= sn0) { /* 'D'; SNs below sn0 are in pruned twigs */
+            } else if (it.tag == 'U') {
+                continue;                                  /* handled above */
+            } else if (it.a >= sn0 && it.a < t->next_sn) { /* 'D', 'A'; below sn0: pruned */
                 u64 d = it.a;
-                if (d >= b.next_sn || d >= s->tree.next_sn)
+                if (d >= b.next_sn && it.tag == 'D')
+                    return false;
+                if (!flip_bit(t, d, it.tag == 'A'))
                     return false;
                 qm_twig *tw = qm_tree_twig(t, d >> QM_TWIG_SHIFT);
-                unsigned bit = (unsigned)(d & QM_TWIG_MASK);
-                if (!(tw->active[bit >> 3] & (1u << (bit & 7))))
-                    return false;
-                tw->active[bit >> 3] &= (u8) ~(1u << (bit & 7));
-                if (b.height > tw->deact_height)
+                if (it.tag == 'D' && b.height > tw->deact_height)
                     tw->deact_height = b.height;
             }
             if (rc)
@@ -214,8 +259,19 @@ qm_ckpt_fits(const qm_hix_state *st, const u8 *blob, size_t len, const qm_shard_
                               st->live == m->live && memcmp(st->root, m->root, 32) == 0);
 }
 
+bool
+qm_ckpt_fits_ahead(const qm_hix_state *st, const u8 *blob, size_t len, const qm_shard_meta *m,
+                   u64 *ntw)
+{
+    *ntw = len >= 16 ? qm_get_u64le(blob + 8) : 0;
+    return len >= 16 && *ntw <= (len - 16) / CKPT_TWIG && len == 16 + *ntw * CKPT_TWIG &&
+           st->first_twig + *ntw == (st->next_sn >> QM_TWIG_SHIFT) + 1 &&
+           st->first_twig <= m->first_twig;
+}
+
 /* ActiveBits and deactivation heights of m's unpruned twigs from the blob of state st (ntw
- * twigs), with every SN appended since st set. */
+ * twigs), with every SN appended since st set and none at or after m's next_sn (a run ahead
+ * of m holds entries of blocks a rollback discarded). */
 static void
 ckpt_restore_bits(qm_shard *s, const qm_hix_state *st, const u8 *blob, u64 ntw,
                   const qm_shard_meta *m)
@@ -236,6 +292,10 @@ ckpt_restore_bits(qm_shard *s, const qm_hix_state *st, const u8 *blob, u64 ntw,
     for (u64 sn = QM_MAX(st->next_sn, sn0); sn < m->next_sn; sn++) {
         unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
         qm_tree_twig(t, sn >> QM_TWIG_SHIFT)->active[bit >> 3] |= (u8)(1u << (bit & 7));
+    }
+    for (u64 sn = QM_MAX(m->next_sn, sn0); sn < ((youngest + 1) << QM_TWIG_SHIFT); sn++) {
+        unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
+        qm_tree_twig(t, sn >> QM_TWIG_SHIFT)->active[bit >> 3] &= (u8) ~(1u << (bit & 7));
     }
 }
 
@@ -271,34 +331,68 @@ qm_shard_hix_resume(qm_shard *s, const char *dir, const qm_shard_meta *m)
     if (rc)
         return rc;
     rc = QMDB_NOTFOUND; /* until everything fits */
-    if (!qm_ckpt_fits(&st, blob, len, m, H, &ntw))
+    /* A run ahead of META (a merge of blocks a rollback discarded since, or of a block never
+     * committed) may still lead to it through an undo record in the journal. */
+    bool fits = qm_ckpt_fits(&st, blob, len, m, H, &ntw);
+    if (!fits && !qm_ckpt_fits_ahead(&st, blob, len, m, &ntw))
         goto out;
-    last_h = st.height;
-    if (st.height < H) {
-        if (qm_hixj_read(io, dir, s->id, gen, st.height + 1, H, &j1, &l1, &end1, &last_h) != 0)
+    size_t plen = 0;
+    u8 *cat = NULL;
+    if (!fits || st.height < H) {
+        /* The chain of both journals (the next generation's follows this one's), and of it
+         * the prefix that leads to H. */
+        if (qm_hixj_read(io, dir, s->id, gen, st.height + 1, UINT64_MAX, &j1, &l1, &end1,
+                         &last_h) != 0)
             goto out;
-        if (last_h < H &&
-            qm_hixj_read(io, dir, s->id, gen + 1, last_h + 1, H, &j2, &l2, &end2, &last_h) != 0)
+        if (qm_hixj_read(io, dir, s->id, gen + 1, last_h + 1, UINT64_MAX, &j2, &l2, &end2,
+                         &last_h) != 0)
+            l2 = 0;
+        cat = malloc(l1 + l2 + 1);
+        if (!cat) {
+            rc = -ENOMEM;
             goto out;
-        if (last_h != H)
+        }
+        memcpy(cat, j1, l1);
+        if (l2)
+            memcpy(cat + l1, j2, l2);
+        free(j1);
+        j1 = cat;
+        if (!qm_hixj_trusted(cat, l1 + l2, st.height + 1, H, &plen))
             goto out;
+        if (!fits) { /* an ahead run needs an undo record on the way */
+            bool undo = false;
+            const u8 *items;
+            size_t ilen, step, at = 0;
+            qm_hixj_blk b;
+            u64 from;
+            while (!undo && (step = qm_hixj_next(cat + at, plen - at, &b, &items, &ilen)) != 0) {
+                at += step;
+                undo = qm_hixj_undo_from(items, ilen, &from);
+            }
+            if (!undo)
+                goto out;
+        }
     }
     /* ActiveBits: the run's state, the SNs appended since, then the journal's changes. */
     ckpt_restore_bits(s, &st, blob, ntw, m);
     u64 sn0 = m->first_twig << QM_TWIG_SHIFT;
     qm_hixj_blk last = {st.height, st.next_sn, st.entry_size, st.live, qm_get_u64le(blob)};
-    if (!replay(s, x, j1, l1, sn0, &last) || !replay(s, x, j2, l2, sn0, &last))
+    if (!replay(s, x, j1, plen, sn0, &last))
         goto out;
     if (last.height != H || last.next_sn != m->next_sn || last.entry_size != m->entry_size ||
         last.live != m->live || qm_hix_count(x) != m->live || !ckpt_finish(s, m, last.yfirst))
         goto out;
-    /* Later blocks continue the journal of the run's generation (with the next generation's
-     * records moved into it: its file is reused by the next merge). */
+    /* Later blocks continue the journal of the run's generation, cut after the prefix (with
+     * the next generation's records of it moved in: its file is reused by the next merge). */
     rc = 0;
     if (!s->par->rdonly) {
         qm_hixj *j = qm_hix_journal(x);
-        rc = st.height == H ? qm_hixj_start(j, gen, H + 1, true, s->err)
-                            : qm_hixj_resume(j, gen, end1, j2, l2, s->err);
+        if (fits && st.height == H)
+            rc = qm_hixj_start(j, gen, H + 1, true, s->err);
+        else if (plen <= l1)
+            rc = qm_hixj_resume(j, gen, QM_HIXJ_HDR + plen, NULL, 0, s->err);
+        else
+            rc = qm_hixj_resume(j, gen, end1, j1 + l1, plen - l1, s->err);
     }
     if (!rc) {
         s->index.hyb = x;
@@ -449,4 +543,48 @@ qm_shard_checkpoint(qm_shard *s, const char *dir, u64 height)
                           : qm_hix_write_run(dir, s->id, mem_walk, s, &st, blob, len, s->err);
     free(blob);
     return rc;
+}
+
+int
+qm_shard_hix_rollback(qm_shard *s, const char *dir, u64 from, u64 h)
+{
+    qm_hindex *x = s->index.hyb;
+    qm_hixj *j = qm_hix_journal(x);
+    u64 gen, first;
+    const char *env = getenv("QMDB_ROLLBACK_CHECKPOINT"); /* tests of that path */
+    bool ckpt = env && *env && atoi(env) != 0;
+    if (!ckpt && qm_hix_run_below(x, h, &gen, &first)) {
+        /* The run reflects a state at or below h: cut its journal after h's record, fsynced
+         * (the records of the discarded blocks must not come back after a power loss and be
+         * taken for the blocks committed next). */
+        u8 *recs = NULL;
+        size_t len = 0, plen = 0;
+        u64 end = 0, last = 0;
+        int rc = qm_hixj_read(j->io, dir, s->id, gen, first, UINT64_MAX, &recs, &len, &end, &last);
+        bool ok = rc == 0 && qm_hixj_trusted(recs, len, first, h, &plen);
+        free(recs);
+        if (ok) {
+            s->hix_rb_cut++;
+            return qm_hixj_resume(j, gen, QM_HIXJ_HDR + plen, NULL, 0, s->err);
+        }
+        if (rc && rc != QMDB_NOTFOUND)
+            return qm_err_set(s->err, rc, "shard %u: reading the index journal: %s", s->id,
+                              qmdb_strerror(rc));
+    }
+    if (!ckpt) {
+        /* The run holds blocks after h: the undo's index changes and re-activated SNs (which
+         * the undo collected like a block's) as an undo record down to h, fsynced. */
+        qm_hixj_blk b = {h, s->tree.next_sn, s->entries.size, s->live, youngest_first_pos(s)};
+        int rc = qm_hixj_undo(j, from, &b, s->err);
+        if (rc != QMDB_NOTFOUND) {
+            s->hix_rb_undo += rc == 0;
+            return rc;
+        }
+    }
+    /* Not recording: a checkpoint run of state h, and the journal of its generation from
+     * h + 1. */
+    j->len = 0;
+    QM_RET(qm_shard_checkpoint(s, dir, h));
+    s->hix_rb_ckpt++;
+    return qm_hixj_start(j, qm_hix_gen(x), h + 1, false, s->err);
 }

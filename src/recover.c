@@ -16,6 +16,7 @@
 #include "hixj.h"
 #include "io.h"
 #include "shard.h"
+#include "states.h"
 #include "twigfile.h"
 
 #include <inttypes.h>
@@ -290,5 +291,8 @@ qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
                           id, s->entries.path_prefix, ypos / s->entries.seg_size,
                           ypos % s->entries.seg_size, ypos, m->entry_size);
     }
+    /* The deactivation positions of the blocks a rollback may discard (never fails). */
+    if (!par->rdonly)
+        qm_dpos_open(&s->dpos, dir, id, par->height, qm_states_window(par->history_blocks));
     return 0;
 }

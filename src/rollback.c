@@ -9,9 +9,13 @@
  * (SNs next_sn(h) .. next_sn(L) - 1, log offsets entry_size(h) .. entry_size(L)) is read
  * once: every tail entry still live at L loses its index record; every SN below next_sn(h)
  * that a tail entry deactivated is live again at h, so its active bit is set and its index
- * record comes back (its log position is found by walking its twig from the twig's first
- * entry: the reactivated SNs are sorted and each twig is walked at most once, only as far as
- * its last reactivated SN). The twigs after h's youngest are dropped, the youngest twig's
+ * record comes back. Its log position comes from the discarded blocks' deactivation-position
+ * records (dpos.h: per block, the SN and offset of each entry it deactivated), accepted only
+ * when the entry at that offset has that SN; an SN without such a record (a block committed
+ * before the records existed, a lost or damaged record) is found by walking its twig from
+ * the twig's first entry (the reactivated SNs are sorted and each twig is walked at most
+ * once, only as far as its last such SN). So the cost is the tail, the records and one read
+ * per reactivated entry. The twigs after h's youngest are dropped, the youngest twig's
  * left tree is rehashed from its entries, and next_sn, the compaction cursor and the live
  * count are those of h's record in STATES (states.h), which every commit writes before its
  * META. The recomputed shard roots must give the state root of h in ROOTS; otherwise the
@@ -36,11 +40,18 @@
  *   3. META: the next sequence describes h (sizes and cursors of h, heads and first twigs of
  *      now), fsynced: the commit point. Before it an open recovers L (no file was cut);
  *      after it, h (an open cuts every file past h's sizes, and ROOTS past h).
- *   4. The tails are cut: entry log, twig file, twig-meta file (qm_hpfile_cut), ROOTS.
- *   5. Hybrid indexer: a checkpoint run of state h and a new journal generation from h+1
- *      (the old run may hold blocks after h; until the new one is renamed in, an open finds
- *      the old run ahead of META and rebuilds, or not ahead and replays its journal only up
- *      to h, which is the same chain).
+ *   4. The tails are cut: entry log, twig file, twig-meta file (qm_hpfile_cut), ROOTS, and
+ *      the dpos records above h (an open drops those too; they are never trusted anyway).
+ *   5. Hybrid indexer, per shard (hrecover.c, qm_shard_hix_rollback), fsynced: when the run
+ *      on disk reflects a state at or below h and no merge is pending, its journal is cut
+ *      after the record reaching h; otherwise the undo's index changes and re-activated SNs,
+ *      which step 1 collected in the journal's buffer like a block's, become an undo record
+ *      from L down to h (hixj.h), which an open replays after the run (even one ahead of
+ *      META). Before this step an open replays the journal only up to h, or finds the run
+ *      ahead of META without an undo record and rebuilds from the log. Only with the journal
+ *      off (after a checkpoint at close), or QMDB_ROLLBACK_CHECKPOINT=1: a checkpoint run of
+ *      state h and a new journal generation from h+1. The DRAM overlay holds the undo in
+ *      every case, so nothing here is proportional to the database.
  * A failure in 1 leaves L durable; in 2-3 L or h (a torn META slot: the other copy or slot);
  * in 4-5 h. Every failure after 1 began makes the handle fatal (QMDB_PANIC; reopen).
  *
@@ -60,9 +71,13 @@
 #include <stdlib.h>
 #include <time.h>
 
+/* Re-activated entries per twig from which they are read through the scanner (sequential
+ * reads of the twig's bytes) rather than one pread each. */
+#define RB_DENSE 64u
+
 typedef struct rb_ctx {
     qmdb_db *db;
-    u64 height;
+    u64 height, latest;
     const qm_states_rec *rec;
 } rb_ctx;
 
@@ -136,42 +151,136 @@ undo_tail(qm_shard *s, qm_scan *sc, const qm_states_shard *r, u64 **re, size_t *
     return 0;
 }
 
-/* Makes the sorted SNs re[0..n) live again: walks each twig from its first entry as far as
- * its last reactivated SN, and puts their index records back. */
+/* Reads the entry at log offset pos into *b when it is the entry with SN sn (which a dpos
+ * record says); 1 if not (the record is wrong: the caller walks the twig instead). */
 static int
-undo_reactivate(qm_shard *s, qm_scan *sc, const u64 *re, size_t n)
+read_at(qm_shard *s, const qm_states_shard *r, u64 pos, u64 sn, qm_ebuf *b, qm_entry *e)
+{
+    if (pos < s->entries.head || pos >= r->entry_size || r->entry_size - pos < QM_ENTRY_FIXED)
+        return 1;
+    size_t got = 0, want = QM_MAX(b->cap, (size_t)512);
+    for (;;) {
+        if (want > b->cap) {
+            u8 *p = realloc(b->own, want);
+            if (!p)
+                return -ENOMEM;
+            b->p = b->own = p;
+            b->cap = want;
+        }
+        QM_RET(qm_hpfile_read_upto(&s->entries, pos, b->p, b->cap, &got));
+        if (got < QM_ENTRY_FIXED + 3)
+            return 1;
+        u32 len = qm_entry_len_from_header(b->p);
+        if (len > r->entry_size - pos)
+            return 1;
+        if (len <= got)
+            return qm_entry_decode(b->p, len, e) == 0 && e->sn == sn ? 0 : 1;
+        want = len;
+    }
+}
+
+/* read_at through the buffered scanner (a twig with many re-activated entries: their reads
+ * come from the scanner's large sequential reads instead of one pread each). */
+static int
+scan_at(qm_shard *s, qm_scan *sc, const qm_states_shard *r, u64 pos, u64 sn, qm_entry *e)
+{
+    if (pos < s->entries.head || pos >= r->entry_size || r->entry_size - pos < QM_ENTRY_FIXED + 3)
+        return 1;
+    const u8 *p;
+    QM_RET(qm_scan_get(sc, pos, QM_ENTRY_FIXED + 3, &p));
+    u32 len = qm_entry_len_from_header(p);
+    if (len > r->entry_size - pos)
+        return 1;
+    QM_RET(qm_scan_get(sc, pos, len, &p));
+    return qm_entry_decode(p, len, e) == 0 && e->sn == sn ? 0 : 1;
+}
+
+/* The position of SN d in the sorted (SN, offset) pairs, or UINT64_MAX. */
+static u64
+pair_find(const u64 *pairs, size_t np, u64 d)
+{
+    size_t lo = 0, hi = np;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pairs[2 * mid] < d)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < np && pairs[2 * lo] == d ? pairs[2 * lo + 1] : UINT64_MAX;
+}
+
+static int
+pair_cmp(const void *a, const void *b)
+{
+    return u64_cmp(a, b); /* by SN, the first of the two */
+}
+
+/* Makes the sorted SNs re[0..n) live again and puts their index records back. The entry of
+ * each is read where the discarded blocks' dpos records (pairs, sorted by SN) say it is;
+ * an SN without a record that leads to it is found by walking its twig from the twig's
+ * first entry (each twig at most once, only as far as its last such SN). */
+static int
+undo_reactivate(qm_shard *s, qm_scan *sc, const qm_states_shard *r, const u64 *re, size_t n,
+                const u64 *pairs, size_t np)
 {
     qm_tree *t = &s->tree;
+    qm_ebuf *b = &s->rb[0];
     u64 sn = UINT64_MAX, pos = 0; /* the walk: the entry at pos has SN sn */
+    u64 twig = UINT64_MAX;        /* the twig of re[i], and whether it holds many of them */
+    bool dense = false;
     for (size_t i = 0; i < n; i++) {
         u64 d = re[i];
+        if ((d >> QM_TWIG_SHIFT) != twig) {
+            twig = d >> QM_TWIG_SHIFT;
+            size_t k = i;
+            while (k < n && (re[k] >> QM_TWIG_SHIFT) == twig)
+                k++;
+            dense = k - i >= RB_DENSE;
+        }
         if (i > 0 && re[i - 1] == d)
             return QM_CORRUPT(s->err, "shard %u: SN %" PRIu64 " is deactivated twice", s->id, d);
         if ((d >> QM_TWIG_SHIFT) < t->first_twig)
             return qm_err_set(s->err, QMDB_PRUNED, "shard %u: SN %" PRIu64 " lies in a pruned twig",
                               s->id, d);
-        if (sn == UINT64_MAX || (sn >> QM_TWIG_SHIFT) != (d >> QM_TWIG_SHIFT)) {
-            sn = d & ~(u64)QM_TWIG_MASK;
-            pos = qm_tree_first_pos(t, d >> QM_TWIG_SHIFT);
-        }
-        while (sn < d) {
-            const u8 *p;
-            QM_RET(qm_scan_get(sc, pos, 5, &p));
-            pos += qm_entry_len_from_header(p);
-            sn++;
-        }
-        const u8 *p;
-        u32 len;
         qm_entry e;
-        QM_RET(qm_shard_scan_entry(s, sc, pos, d, &p, &len, &e));
+        u64 at = pair_find(pairs, np, d);
+        int rc = at == UINT64_MAX ? 1
+                 : dense          ? scan_at(s, sc, r, at, d, &e)
+                                  : read_at(s, r, at, d, b, &e);
+        if (rc < 0)
+            return rc;
+        s->rb_entries_read += at != UINT64_MAX;
+        if (rc == 1) { /* no record leads to it: walk its twig */
+            if (sn == UINT64_MAX || (sn >> QM_TWIG_SHIFT) != (d >> QM_TWIG_SHIFT) || sn > d) {
+                sn = d & ~(u64)QM_TWIG_MASK;
+                pos = qm_tree_first_pos(t, d >> QM_TWIG_SHIFT);
+            }
+            while (sn < d) {
+                const u8 *p;
+                QM_RET(qm_scan_get(sc, pos, 5, &p));
+                pos += qm_entry_len_from_header(p);
+                sn++;
+                s->rb_entries_read++;
+            }
+            const u8 *p;
+            u32 len;
+            QM_RET(qm_shard_scan_entry(s, sc, pos, d, &p, &len, &e));
+            s->rb_entries_read++;
+            s->rb_walked++;
+            at = pos;
+            sn = d + 1;
+            pos += len;
+        }
         u8 kh[32];
         entry_kh(&e, kh);
         if (qm_tree_reactivate(t, d) != 0)
             return QM_CORRUPT(s->err, "shard %u: SN %" PRIu64 " cannot be made live again", s->id,
                               d);
-        QM_RET(qm_ix_insert(&s->index, kh, pos));
-        sn = d + 1;
-        pos += len;
+        QM_RET(qm_ix_insert(&s->index, kh, at));
+        if (s->index.hyb) /* for the journal's undo record (hixj.h) */
+            qm_hixj_react(qm_hix_journal(s->index.hyb), d);
+        s->rb_reactivated++;
     }
     return 0;
 }
@@ -184,8 +293,8 @@ job_undo(void *arg, size_t i)
     qm_shard *s = &c->db->shard[i];
     qm_tree *t = &s->tree;
     const qm_states_shard *r = &c->rec->sh[i];
-    u64 *re = NULL;
-    size_t nre = 0;
+    u64 *re = NULL, *pairs = NULL;
+    size_t nre = 0, np = 0;
     s->run_current = false;
     u8(*leaves)[32] = malloc(QM_TWIG_LEAVES * 32);
     qm_scan sc;
@@ -197,7 +306,13 @@ job_undo(void *arg, size_t i)
     QM_TRY(undo_tail(s, &sc, r, &re, &nre));
     if (nre > 1)
         qsort(re, nre, sizeof(u64), u64_cmp);
-    QM_TRY(undo_reactivate(s, &sc, re, nre));
+    /* Where the discarded blocks' deactivated entries live (dpos.h); what is missing or
+     * damaged there is found by the twig walk. */
+    qm_dpos_found f;
+    QM_TRY(qm_dpos_collect(&s->dpos, c->height, c->latest, r->next_sn, &pairs, &np, &f));
+    if (np > 1)
+        qsort(pairs, np, 2 * sizeof(u64), pair_cmp);
+    QM_TRY(undo_reactivate(s, &sc, r, re, nre, pairs, np));
     /* The youngest twig of h: its leaves, rehashed from the log. */
     u64 y = r->next_sn >> QM_TWIG_SHIFT, pos = r->entry_size;
     if (r->next_sn & QM_TWIG_MASK)
@@ -235,6 +350,7 @@ job_undo(void *arg, size_t i)
     QM_TRY(qm_tree_commit(t));
 out:
     free(re);
+    free(pairs);
     free(leaves);
     qm_scan_free(&sc);
     return rc;
@@ -257,12 +373,9 @@ job_cut(void *arg, size_t i)
     QM_RET(qm_hpfile_cut(&s->entries, r->entry_size));
     QM_RET(qm_hpfile_cut(&s->twigs, nfull * QM_TWIG_REC));
     QM_RET(qm_hpfile_cut(&s->tmeta, nfull * QM_TMETA_REC));
-    if (s->index.hyb) {
-        /* A run of state h and the journal of its generation from h + 1. */
-        QM_RET(qm_shard_checkpoint(s, c->db->dir, c->height));
-        QM_RET(qm_hixj_start(qm_hix_journal(s->index.hyb), qm_hix_gen(s->index.hyb), c->height + 1,
-                             false, s->err));
-    }
+    qm_dpos_cut(&s->dpos, c->height); /* the discarded blocks' records (an open cuts them too) */
+    if (s->index.hyb) /* the journal cut after h, or a run of state h (step 5 above) */
+        QM_RET(qm_shard_hix_rollback(s, c->db->dir, c->latest, c->height));
     return 0;
 }
 
@@ -342,7 +455,7 @@ qmdb_rollback(qmdb_db *db, uint64_t height)
     QM_RET(db_root(db, height, want));
 
     /* From here on the DRAM state changes: any failure makes the handle fatal. */
-    rb_ctx c = {db, height, &rec};
+    rb_ctx c = {db, height, L, &rec};
     qm_meta m = db->meta;
     pthread_rwlock_wrlock(&db->rw);
     double t[4] = {rb_now(), 0, 0, 0}; /* QMDB_ROLLBACK_TIMES=1: the phases on stderr */
@@ -403,12 +516,19 @@ qmdb_rollback(qmdb_db *db, uint64_t height)
     }
     pthread_rwlock_unlock(&db->rw);
     t[3] = rb_now();
-    if (getenv("QMDB_ROLLBACK_TIMES"))
+    if (getenv("QMDB_ROLLBACK_TIMES")) {
+        u64 cut = 0, un = 0, ck = 0;
+        for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
+            cut += db->shard[i].hix_rb_cut;
+            un += db->shard[i].hix_rb_undo;
+            ck += db->shard[i].hix_rb_ckpt;
+        }
         fprintf(stderr,
                 "qmdb_rollback %" PRIu64 " -> %" PRIu64 ": undo %.3f s, STATES+META %.3f s, "
-                "cut%s %.3f s\n",
-                L, height, t[1] - t[0], t[2] - t[1], db->par.hybrid ? " + index checkpoint" : "",
-                t[3] - t[2]);
+                "cut %.3f s (hybrid index since open: %" PRIu64 " journal cuts, %" PRIu64
+                " undo records, %" PRIu64 " checkpoints)\n",
+                L, height, t[1] - t[0], t[2] - t[1], t[3] - t[2], cut, un, ck);
+    }
     if (rc)
         db_set_fatal(db);
     return rc;

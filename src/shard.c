@@ -54,6 +54,7 @@ void
 qm_shard_init_common(qm_shard *s)
 {
     pthread_mutex_init(&s->warm_mu, NULL);
+    qm_dpos_init(&s->dpos);
 }
 
 void
@@ -316,11 +317,12 @@ shard_persist_full_twig(qm_shard *s, u64 twig_id)
 
 /*
  * Appends an entry with SN next_sn. Invariant (1): bytes first, then leaf, then (by the
- * caller) the indexer. Sets the entry's active bit and clears those of its DSNs.
+ * caller) the indexer. Sets the entry's active bit and clears those of its DSNs, whose
+ * entries lie at log offsets dpos[0..ndsn) (recorded in the dpos file, dpos.h).
  */
 static int
 shard_append(qm_shard *s, int kind, const u8 *key, u32 klen, const u8 *val, u32 vlen,
-             const u8 nkh[32], i64 version, const u64 *dsn, u32 ndsn, u64 *pos_out)
+             const u8 nkh[32], i64 version, const u64 *dsn, const u64 *dpos, u32 ndsn, u64 *pos_out)
 {
     u32 len = qm_entry_stored_len(klen, vlen, ndsn);
     if (len > s->enc_cap) {
@@ -349,6 +351,7 @@ shard_append(qm_shard *s, int kind, const u8 *key, u32 klen, const u8 *val, u32 
         qm_tree_deactivate(&s->tree, dsn[i], s->height);
         if (s->index.hyb)
             qm_hix_note_deact(s->index.hyb, dsn[i]);
+        qm_dpos_note(&s->dpos, dsn[i], dpos[i]); /* for a rollback of this block */
     }
     *pos_out = pos;
     return 0;
@@ -423,6 +426,7 @@ qm_shard_close(qm_shard *s)
     qm_hpfile_close(&s->tmeta);
     qm_tree_free(&s->tree);
     qm_ix_free(&s->index);
+    qm_dpos_close(&s->dpos);
     qm_scan_free(&s->cursor);
     qm_warm_free(&s->warm);
     pthread_mutex_destroy(&s->warm_mu);
@@ -485,7 +489,7 @@ shard_compact_step(qm_shard *s)
         u64 npos = 0;
         u64 dsn = sn;
         QM_RET(shard_append(s, K_COMPACT, e.key, e.klen, e.value, e.vlen, e.next_key_hash,
-                            e.version, &dsn, 1, &npos));
+                            e.version, &dsn, &pos, 1, &npos));
         if (qm_ix_replace(&s->index, kh, pos, npos) != 0)
             return QM_CORRUPT(s->err, "shard %u: live entry at %" PRIu64 " missing from index",
                               s->id, pos);
@@ -511,7 +515,7 @@ shard_op(qm_shard *s, const qm_op *op)
     if (op->vlen > 0 && found) { /* update */
         u64 dsn = e.sn;
         QM_RET(shard_append(s, K_UPDATE, op->key, op->klen, op->val, op->vlen, e.next_key_hash,
-                            version, &dsn, 1, &npos));
+                            version, &dsn, &epos, 1, &npos));
         QM_RET(qm_ix_replace(&s->index, op->kh, epos, npos));
         if (shard_compactible(s))
             QM_RET(shard_compact_step(s));
@@ -519,11 +523,11 @@ shard_op(qm_shard *s, const qm_op *op)
         u8 pkh[32];
         QM_RET(shard_pred(s, op->kh, &s->rb[1], &p, &ppos, pkh));
         QM_RET(shard_append(s, K_CREATE, op->key, op->klen, op->val, op->vlen, p.next_key_hash,
-                            version, NULL, 0, &npos));
+                            version, NULL, NULL, 0, &npos));
         QM_RET(qm_ix_insert(&s->index, op->kh, npos));
         u64 dsn = p.sn;
         QM_RET(shard_append(s, K_CREATE_PRED, p.key, p.klen, p.value, p.vlen, op->kh, version, &dsn,
-                            1, &pnew));
+                            &ppos, 1, &pnew));
         QM_RET(qm_ix_replace(&s->index, pkh, ppos, pnew));
         s->live++;
         if (shard_compactible(s)) {
@@ -533,9 +537,9 @@ shard_op(qm_shard *s, const qm_op *op)
     } else if (found) { /* delete */
         u8 pkh[32];
         QM_RET(shard_pred(s, op->kh, &s->rb[1], &p, &ppos, pkh));
-        u64 dsn[2] = {e.sn, p.sn};
+        u64 dsn[2] = {e.sn, p.sn}, dpos[2] = {epos, ppos};
         QM_RET(shard_append(s, K_DELETE_PRED, p.key, p.klen, p.value, p.vlen, e.next_key_hash,
-                            version, dsn, 2, &pnew));
+                            version, dsn, dpos, 2, &pnew));
         QM_RET(qm_ix_erase(&s->index, op->kh, epos));
         QM_RET(qm_ix_replace(&s->index, pkh, ppos, pnew));
         s->live--;
@@ -671,6 +675,9 @@ qm_shard_add_stats(qm_shard *s, qmdb_stats *st)
     st->entry_file_bytes += qm_hpfile_disk_bytes(&s->entries);
     st->twig_file_bytes += qm_hpfile_disk_bytes(&s->twigs) + qm_hpfile_disk_bytes(&s->tmeta);
     st->compactions += s->compactions;
+    st->rollback_reactivated += s->rb_reactivated;
+    st->rollback_entries_read += s->rb_entries_read;
+    st->rollback_walked += s->rb_walked;
     pthread_mutex_lock(&s->warm_mu);
     st->warm_hits += s->warm.hits;
     st->cache_dram_bytes += qm_warm_dram_bytes(&s->warm);

@@ -12,6 +12,8 @@
  *   sXX.entries.NNNNNNNNNN  entry-log segments (hpfile; entry layout in entry.h)
  *   sXX.twig.NNNNNNNNNN     twig-file segments (twigfile.h)
  *   sXX.tmeta.NNNNNNNNNN    twig-meta records (twigfile.h)
+ *   sXX.dpos0, sXX.dpos1    per block, the log offsets of the entries it deactivated
+ *                           (dpos.h; read by a rollback, never part of a root)
  *
  * Thread: one writer per shard (the update stage); qm_shard_get, qm_shard_get_client and
  * qm_shard_read_entry also from reader threads while the writer is excluded (db.c's reader
@@ -20,6 +22,7 @@
 #ifndef QM_SHARD_H
 #define QM_SHARD_H
 
+#include "dpos.h"
 #include "entry.h"
 #include "hpfile.h"
 #include "ix.h"
@@ -86,6 +89,13 @@ typedef struct qm_shard {
     bool run_current;        /* ... and no block was applied or undone since: that run is the
                                 checkpoint of the current state */
     u64 hix_replayed_blocks, hix_replayed_changes; /* of the index journal, at open */
+    qm_dpos dpos; /* the blocks' deactivation positions, for rollbacks (dpos.h) */
+    /* Rollbacks since open (rollback.c): SNs made live again, entries below the discarded
+     * tail read for them, and how many of those were read by walking a twig (no usable
+     * dpos record). */
+    u64 rb_reactivated, rb_entries_read, rb_walked;
+    u64 hix_rb_cut, hix_rb_undo, hix_rb_ckpt; /* hybrid rollbacks: journal cut / undo record /
+                                                 checkpoint written */
 } qm_shard;
 
 /* Creates a new shard with its 4096 sentries (not yet durable). */
@@ -108,6 +118,12 @@ QM_HIDDEN int qm_shard_checkpoint(qm_shard *s, const char *dir, u64 height);
  * with the shard's snapshot). block_end: after block `height` was applied, its journal
  * record (written, not fsynced: hixj.h). No-ops without the hybrid indexer. */
 QM_HIDDEN int qm_shard_hix_maintain(qm_shard *s, u64 height);
+/* Hybrid indexer, a rollback from `from` to h after its META is durable (hrecover.c): when
+ * the run on disk reflects a state at or below h, cuts the journal after h's record; else
+ * appends the undo's index changes (collected in the journal's buffer) as an undo record;
+ * both fsynced. Only when the journal is off, a checkpoint run of state h and a journal
+ * generation from h + 1. QMDB_ROLLBACK_CHECKPOINT=1 in the environment forces the latter. */
+QM_HIDDEN int qm_shard_hix_rollback(qm_shard *s, const char *dir, u64 from, u64 h);
 QM_HIDDEN int qm_shard_hix_block_end(qm_shard *s, u64 height);
 /* At open (hrecover.c): resume the hybrid index from its run and journal. QMDB_NOTFOUND:
  * nothing usable (the caller rebuilds from the log and then calls qm_shard_hix_rebuilt). */
@@ -126,6 +142,10 @@ QM_HIDDEN int qm_shard_mem_resume(qm_shard *s, const char *dir, const qm_shard_m
  * errno code. */
 QM_HIDDEN bool qm_ckpt_fits(const qm_hix_state *st, const u8 *blob, size_t len,
                             const qm_shard_meta *m, u64 H, u64 *ntw);
+/* The part of qm_ckpt_fits that a run ahead of m must meet too (its blob well formed, no twig
+ * pruned since m): such a run resumes only through a journal undo record (hrecover.c). */
+QM_HIDDEN bool qm_ckpt_fits_ahead(const qm_hix_state *st, const u8 *blob, size_t len,
+                                  const qm_shard_meta *m, u64 *ntw);
 QM_HIDDEN int qm_ckpt_load_index(qm_hindex *x, unsigned shard, u64 entry_size, qm_index *out);
 /* Before the shards' opens (in-memory indexer, fast open): asks the kernel to read shard's
  * run file ahead, so that the files of all shards are read at once, at the device's queue

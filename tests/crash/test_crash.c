@@ -569,15 +569,15 @@ resume_mode(void)
     snprintf(jn1, sizeof(jn1), "s%02x.hixj1", js);
     char *j0 = file_get(jn0, &len), *j1 = file_get(jn1, &len2);
     REQUIRE(j0 || j1);
-    if (j0 && len > 64 + 48)
+    if (j0 && len >= 64 + 48)
         j0[72] ^= 0x01, file_put(jn0, j0, len);
-    if (j1 && len2 > 64 + 48)
+    if (j1 && len2 >= 64 + 48)
         j1[72] ^= 0x01, file_put(jn1, j1, len2);
     st = resume_check(h, "damaged journal");
     CHECK_EQ_U64(st.index_resumed_shards, 15);
-    if (j0 && len > 64 + 48)
+    if (j0 && len >= 64 + 48)
         j0[72] ^= 0x01, file_put(jn0, j0, len);
-    if (j1 && len2 > 64 + 48)
+    if (j1 && len2 >= 64 + 48)
         j1[72] ^= 0x01, file_put(jn1, j1, len2);
     st = resume_check(h, "files restored");
     CHECK_EQ_U64(st.index_resumed_shards, 16);

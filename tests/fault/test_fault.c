@@ -749,12 +749,24 @@ test_rollback_faults(void)
     rollback_fault("EIO deleting a discarded segment", &r, 3, -EIO, ".entries", false, true, false,
                    -1);
     if (hybrid) {
+        /* The journal's undo record (the run of the last close is ahead of the target). */
+        r = rule(FIO_PWRITE, ".hixj", 1, FIO_ERR, ENOSPC);
+        rollback_fault("ENOSPC writing the journal's undo record", &r, 2, -ENOSPC, ".hixj", false,
+                       true, true, -1);
+        r = rule(FIO_FSYNC, ".hixj", 1, FIO_ERR, EIO);
+        rollback_fault("EIO on the journal's fsync", &r, 2, -EIO, ".hixj", false, true, true, -1);
+        c = rule(FIO_FSYNC, ".hixj", 1, FIO_CRASH, 0);
+        rollback_fault("power loss at the journal's fsync", &c, 3, -EIO, ".hixj", false, true, true,
+                       100);
+        /* The checkpoint a rollback writes when the journal cannot take it (forced here). */
+        setenv("QMDB_ROLLBACK_CHECKPOINT", "1", 1);
         r = rule(FIO_PWRITE, ".hix", 1, FIO_ERR, ENOSPC);
         rollback_fault("ENOSPC writing the index checkpoint", &r, 2, -ENOSPC, ".hix", false, true,
                        true, -1);
         r = rule(FIO_RENAME, ".hix", 1, FIO_ERR, EIO);
         rollback_fault("EIO renaming the index checkpoint", &r, 2, -EIO, ".hix", false, true, true,
                        -1);
+        unsetenv("QMDB_ROLLBACK_CHECKPOINT");
     }
     /* No fault: the rollback itself, reopened. */
     rollback_fault("no fault", NULL, 3, 0, NULL, false, true, false, -1);

@@ -115,6 +115,9 @@ pub struct qmdb_stats {
     pub history_blocks: u64,
     pub index_replayed_blocks: u64,
     pub index_replayed_changes: u64,
+    pub rollback_reactivated: u64,
+    pub rollback_entries_read: u64,
+    pub rollback_walked: u64,
 }
 
 #[repr(C)]
