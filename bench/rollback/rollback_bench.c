@@ -111,13 +111,31 @@ rm_cb(const char *p, const struct stat *sb, int f, struct FTW *ftw)
 int
 main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s DIR [ENTRIES [UPDATES [INDEXERS]]]\n", argv[0]);
-        return 2;
+    if (argc < 2 || argc > 5 || argv[1][0] == '-') {
+        bool help = argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"));
+        fprintf(help ? stdout : stderr,
+                "usage: %s DIR [ENTRIES [UPDATES [INDEXERS]]]\n"
+                "  fills a new database DIR with ENTRIES keys (default 10000000), applies blocks\n"
+                "  of UPDATES random updates (default 100000) and times rolling back 1, 10 and\n"
+                "  100 of them against applying them, for each indexer in INDEXERS (default\n"
+                "  memory,hybrid); DIR is deleted at the end\n",
+                argv[0]);
+        return help ? 0 : 2;
     }
     const char *dir = argv[1];
-    uint64_t entries = argc > 2 ? strtoull(argv[2], NULL, 10) : 10000000;
-    uint64_t updates = argc > 3 ? strtoull(argv[3], NULL, 10) : 100000;
+    char *end = NULL;
+    uint64_t entries = argc > 2 ? strtoull(argv[2], &end, 10) : 10000000;
+    if (argc > 2 && (*end || entries == 0 || argv[2][0] == '-')) {
+        fprintf(stderr, "qmdb-rollback-bench: ENTRIES must be a positive number, not '%s'\n",
+                argv[2]);
+        return 2;
+    }
+    uint64_t updates = argc > 3 ? strtoull(argv[3], &end, 10) : 100000;
+    if (argc > 3 && (*end || updates == 0 || argv[3][0] == '-')) {
+        fprintf(stderr, "qmdb-rollback-bench: UPDATES must be a positive number, not '%s'\n",
+                argv[3]);
+        return 2;
+    }
     const char *ixs = argc > 4 ? argv[4] : "memory,hybrid";
     int rc = qmdb_create(dir, NULL);
     if (rc)

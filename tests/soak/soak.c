@@ -34,7 +34,8 @@
  *       its last writes, kept by the main thread under a mutex before each block is handed
  *       to the database); a qmdb_get_many_committed must also see one height for all keys.
  *
- * RSS: every incarnation reports its VmRSS when it has applied --rss-blocks blocks since
+ * RSS (the anonymous RSS, RssAnon; see rss_kb): every incarnation reports it when it has
+ * applied --rss-blocks blocks since
  * its open (the "warm" sample; the line also carries the engine's own DRAM figures and how
  * many shards' indexes the open loaded instead of rebuilding them by a log scan). Per
  * indexer, a start figure is the median of the first five samples of incarnations opened
@@ -275,6 +276,10 @@ unhex32(const char *s, unsigned char *r)
     return 0;
 }
 
+/* The writer's own memory: RssAnon (heap, stacks, anonymous arenas). VmRSS would also count
+ * the pages of the entry logs that point reads touch through their read-only mappings
+ * (hpfile.h, "Read mapping"): page cache, shared with the kernel, growing with the reads and
+ * dropped under memory pressure, not memory the process holds. */
 static long
 rss_kb(void)
 {
@@ -282,7 +287,7 @@ rss_kb(void)
     char line[256];
     long kb = -1;
     while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+        if (sscanf(line, "RssAnon: %ld kB", &kb) == 1)
             break;
     if (f)
         fclose(f);
