@@ -354,16 +354,26 @@ build_path(qm_shard *s, u64 sn, const u8 leaf[32], u8 *out)
         for (unsigned l = 0; l < 11; l++, j >>= 1)
             memcpy(out + QM_PATH_LEFT + 32 * l, t->ltree[j ^ 1], 32);
     } else {
+        /* The twig's record, from the twig file's read mapping when it can serve it (one
+         * lookup instead of twelve 32-byte preads), else node by node through pread. */
         u64 rec = tid * QM_TWIG_REC;
+        const u8 *rv = qm_hpfile_view(&s->twigs, rec, QM_TWIG_REC);
         u8 node[32];
-        QM_RET(qm_hpfile_read(&s->twigs, rec + (u64)(j - 1) * 32, node, 32));
+        if (rv)
+            memcpy(node, rv + (size_t)(j - 1) * 32, 32);
+        else
+            QM_RET(qm_hpfile_read(&s->twigs, rec + (u64)(j - 1) * 32, node, 32));
         if (memcmp(node, leaf, 32) != 0)
             return QM_CORRUPT(
                 s->err, "shard %u twig file: leaf %u of twig %" PRIu64 " differs from its entry",
                 s->id, p, tid);
-        for (unsigned l = 0; l < 11; l++, j >>= 1)
-            QM_RET(qm_hpfile_read(&s->twigs, rec + (u64)((j ^ 1) - 1) * 32,
-                                  out + QM_PATH_LEFT + 32 * l, 32));
+        for (unsigned l = 0; l < 11; l++, j >>= 1) {
+            u8 *o = out + QM_PATH_LEFT + 32 * l;
+            if (rv)
+                memcpy(o, rv + (size_t)((j ^ 1) - 1) * 32, 32);
+            else
+                QM_RET(qm_hpfile_read(&s->twigs, rec + (u64)((j ^ 1) - 1) * 32, o, 32));
+        }
     }
     const u8 *bits = qm_tree_twig(t, tid)->active;
     unsigned g = p >> 8;

@@ -372,7 +372,7 @@ qm_shard_open_files(qm_shard *s, const char *dir, const qm_shard_meta *m)
         ro,  true}; /* mapped for reads (hpfile.h) */
     qm_hpfile_cfg ct = {
         dir,    t,  par->twig_seg, m ? m->first_twig * QM_TWIG_REC : 0, nfull * QM_TWIG_REC, 0,
-        create, ro, false};
+        create, ro, true}; /* mapped for the prover's paths (proof.c) */
     qm_hpfile_cfg cm = {dir,    tm, 1ull << 30, 0, nfull * QM_TMETA_REC, 64 * QM_TMETA_REC,
                         create, ro, false};
     QM_RET(qm_hpfile_open(&s->entries, &ce, s->err));
