@@ -14,6 +14,7 @@
  *
  * Thread: any; reentrant.
  */
+#include "codec.h"
 #include "hash.h"
 #include "proof_fmt.h"
 
@@ -25,21 +26,6 @@
             *m->why = (msg);   \
         return QMDB_BAD_PROOF; \
     } while (0)
-
-static u64
-mv_u64(const u8 *p)
-{
-    u64 v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static u32
-mv_u32(const u8 *p)
-{
-    return (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
-}
 
 /* One entry record. */
 typedef struct mv_ent {
@@ -187,7 +173,7 @@ mv_entry(mv *m, const u8 *p, size_t len, size_t *off, mv_ent *e)
     size_t o = *off;
     if (len - o < 4)
         WHY("truncated entry record");
-    u32 n = mv_u32(p + o);
+    u32 n = qm_get_u32le(p + o);
     o += 4;
     if (n < QM_PROOF_ENTRY_MIN || n > len - o)
         WHY("entry payload length out of range");
@@ -206,8 +192,8 @@ mv_entry(mv *m, const u8 *p, size_t len, size_t *off, mv_ent *e)
     e->key = q + 5;
     e->val = q + 5 + k;
     e->nkh = q + 5 + k + v;
-    e->version = (i64)mv_u64(e->nkh + 32);
-    e->sn = mv_u64(e->nkh + 40);
+    e->version = (i64)qm_get_u64le(e->nkh + 32);
+    e->sn = qm_get_u64le(e->nkh + 40);
     e->dsn = e->nkh + 48;
     if (v == 0) { /* sentry key hash */
         e->kh[0] = e->key[0];
@@ -233,7 +219,7 @@ mv_answer(mv *m, const u8 *rec, const u8 *key, size_t klen, const u8 kh[32], u64
           qmdb_proof_answer *a)
 {
     unsigned flags = rec[0];
-    const mv_ent *e = &m->e[mv_u32(rec + 1)];
+    const mv_ent *e = &m->e[qm_get_u32le(rec + 1)];
     if (flags & QM_MPROOF_ABSENT) {
         if (e->shard != (unsigned)(kh[0] >> 4))
             WHY("predecessor lies in another shard than the key");
@@ -260,12 +246,12 @@ mv_answer(mv *m, const u8 *rec, const u8 *key, size_t klen, const u8 kh[32], u64
             WHY("entry's active bit is not set");
         return 0;
     }
-    const mv_ent *d = &m->e[mv_u32(rec + 5)];
+    const mv_ent *d = &m->e[qm_get_u32le(rec + 5)];
     if (d->shard != e->shard)
         WHY("deactivating entry lies in another shard");
     bool found = false;
     for (u32 i = 0; i < d->ndsn && !found; i++)
-        found = mv_u64(d->dsn + 8 * i) == e->sn;
+        found = qm_get_u64le(d->dsn + 8 * i) == e->sn;
     if (!found)
         WHY("second entry does not deactivate the main entry");
     if (d->version < 0 || ((u64)d->version >> 24) <= h)
@@ -283,8 +269,8 @@ mv_run(mv *m, const u8 *p, size_t len, const u8 root[32], const void *const *key
         WHY("bad magic (not a qmdb multi-key proof)");
     if (p[4] != QM_MPROOF_VERSION)
         WHY("unsupported multi-key proof format version");
-    u64 h = mv_u64(p + 5);
-    u32 nk = mv_u32(p + 13), ne = mv_u32(p + 17);
+    u64 h = qm_get_u64le(p + 5);
+    u32 nk = qm_get_u32le(p + 13), ne = qm_get_u32le(p + 17);
     if (nk != nkeys)
         WHY("proof is for a different number of keys");
     if (height != UINT64_MAX && height != h)
@@ -304,9 +290,9 @@ mv_run(mv *m, const u8 *p, size_t len, const u8 root[32], const void *const *key
         size_t rl = (flags & QM_MPROOF_DEACT) ? 9 : 5;
         if (len - off < rl)
             WHY("truncated key record");
-        if (mv_u32(p + off + 1) >= ne || (rl == 9 && mv_u32(p + off + 5) >= ne))
+        if (qm_get_u32le(p + off + 1) >= ne || (rl == 9 && qm_get_u32le(p + off + 5) >= ne))
             WHY("key record names an entry that does not exist");
-        if (rl == 9 && mv_u32(p + off + 1) == mv_u32(p + off + 5))
+        if (rl == 9 && qm_get_u32le(p + off + 1) == qm_get_u32le(p + off + 5))
             WHY("an entry cannot deactivate itself");
         off += rl;
     }
@@ -328,11 +314,11 @@ mv_run(mv *m, const u8 *p, size_t len, const u8 root[32], const void *const *key
     }
     for (size_t i = 0, o = krec; i < nk; i++) {
         unsigned flags = p[o];
-        m->e[mv_u32(p + o + 1)].used = true;
+        m->e[qm_get_u32le(p + o + 1)].used = true;
         if (!(flags & QM_MPROOF_DEACT))
-            m->e[mv_u32(p + o + 1)].need_page = true;
+            m->e[qm_get_u32le(p + o + 1)].need_page = true;
         else
-            m->e[mv_u32(p + o + 5)].used = true;
+            m->e[qm_get_u32le(p + o + 5)].used = true;
         o += (flags & QM_MPROOF_DEACT) ? 9 : 5;
     }
     for (u32 i = 0; i < ne; i++)

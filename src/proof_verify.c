@@ -8,6 +8,7 @@
  *
  * Thread: any; reentrant.
  */
+#include "codec.h"
 #include "hash.h"
 #include "proof_fmt.h"
 
@@ -18,21 +19,6 @@
             *why = (msg);      \
         return QMDB_BAD_PROOF; \
     } while (0)
-
-static u64
-pv_u64(const u8 *p)
-{
-    u64 v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static u32
-pv_u32(const u8 *p)
-{
-    return (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
-}
 
 /* One decoded entry record. */
 typedef struct pv_entry {
@@ -73,7 +59,7 @@ pv_record(const u8 *p, size_t len, size_t *off, pv_entry *e, const char **why)
     size_t o = *off;
     if (len - o < 4)
         WHY("truncated entry record");
-    u32 n = pv_u32(p + o);
+    u32 n = qm_get_u32le(p + o);
     o += 4;
     if (n < QM_PROOF_ENTRY_MIN || n > len - o)
         WHY("entry payload length out of range");
@@ -91,8 +77,8 @@ pv_record(const u8 *p, size_t len, size_t *off, pv_entry *e, const char **why)
     e->key = q + 5;
     e->val = q + 5 + k;
     e->nkh = q + 5 + k + v;
-    e->version = (i64)pv_u64(e->nkh + 32);
-    e->sn = pv_u64(e->nkh + 40);
+    e->version = (i64)qm_get_u64le(e->nkh + 32);
+    e->sn = qm_get_u64le(e->nkh + 40);
     e->dsn = e->nkh + 48;
     o += n;
     if (len - o < 1)
@@ -121,7 +107,7 @@ static int
 pv_path(const pv_entry *e, const char **why)
 {
     const u8 *path = e->path;
-    u64 sn = pv_u64(path + QM_PATH_SN);
+    u64 sn = qm_get_u64le(path + QM_PATH_SN);
     if (sn != e->sn)
         WHY("entry serial number differs from its path position");
     u8 node[32];
@@ -186,7 +172,7 @@ qmdb_proof_info_get(const uint8_t *proof, size_t len, qmdb_proof_info *info)
     info->absent = proof[5] == QM_PROOF_ABSENT;
     info->deactivated = proof[6] == QM_PROOF_DEACTIVATED;
     info->shard = proof[7];
-    info->height = pv_u64(proof + 8);
+    info->height = qm_get_u64le(proof + 8);
     info->entries = 1u + proof[6];
     for (unsigned i = 0; i < info->entries; i++) {
         QM_RET(pv_record(proof, len, &off, &e, &why));
@@ -211,7 +197,7 @@ qmdb_proof_verify(const uint8_t *proof, size_t len, const uint8_t root[32], cons
     }
     QM_RET(pv_header(proof, len, why));
     unsigned kind = proof[5], live = proof[6], shard = proof[7];
-    u64 h = pv_u64(proof + 8);
+    u64 h = qm_get_u64le(proof + 8);
     u8 kh[32];
     qm_sha256(key, klen, kh);
     if (memcmp(kh, proof + 16, 32) != 0)
@@ -280,7 +266,7 @@ qmdb_proof_verify(const uint8_t *proof, size_t len, const uint8_t root[32], cons
         const pv_entry *d = &ent[1];
         bool found = false;
         for (u32 i = 0; i < d->ndsn && !found; i++)
-            found = pv_u64(d->dsn + 8 * i) == e->sn;
+            found = qm_get_u64le(d->dsn + 8 * i) == e->sn;
         if (!found)
             WHY("second entry does not deactivate the main entry");
         if (d->version < 0 || ((u64)d->version >> 24) <= h)

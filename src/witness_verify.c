@@ -19,6 +19,7 @@
  *
  * Thread: any; reentrant.
  */
+#include "codec.h"
 #include "hash.h"
 #include "proof_fmt.h"
 
@@ -30,28 +31,6 @@
             *w->why = (msg);   \
         return QMDB_BAD_PROOF; \
     } while (0)
-
-static u64
-wv_u64(const u8 *p)
-{
-    u64 v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static u32
-wv_u32(const u8 *p)
-{
-    return (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
-}
-
-static void
-wv_put64(u8 *p, u64 v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (u8)(v >> (8 * i));
-}
 
 /* An entry: one the witness carries, or one the block appends. */
 typedef struct wv_ent {
@@ -108,8 +87,8 @@ wv_nulls(wv *w)
 {
     u8 e[QM_PROOF_ENTRY_MIN];
     memset(e, 0, sizeof(e));
-    wv_put64(e + 5 + 32, (u64)(i64)-2);
-    wv_put64(e + 5 + 40, UINT64_MAX);
+    qm_put_u64le(e + 5 + 32, (u64)(i64)-2);
+    qm_put_u64le(e + 5 + 40, UINT64_MAX);
     qm_sha256(e, sizeof(e), w->nleft[0]);
     for (unsigned l = 1; l <= 11; l++)
         qm_h2((u8)(l - 1), w->nleft[l - 1], w->nleft[l - 1], w->nleft[l]);
@@ -223,8 +202,8 @@ wv_decode(wv *w, const u8 *q, u32 n, wv_ent *e)
     e->key = q + 5;
     e->val = q + 5 + k;
     e->nkh = q + 5 + k + v;
-    e->version = (i64)wv_u64(e->nkh + 32);
-    e->sn = wv_u64(e->nkh + 40);
+    e->version = (i64)qm_get_u64le(e->nkh + 32);
+    e->sn = qm_get_u64le(e->nkh + 40);
     memset(e->kh, 0, 32);
     if (v == 0) {
         e->kh[0] = e->key[0];
@@ -265,7 +244,7 @@ wv_path_entry(wv *w, const wv_shard *s, const u8 *p, size_t len, size_t *off, co
     size_t o = *off;
     if (len - o < 4)
         WHY("truncated entry record");
-    u32 n = wv_u32(p + o);
+    u32 n = qm_get_u32le(p + o);
     o += 4;
     if (n > len - o || len - o - n < 352)
         WHY("truncated entry record");
@@ -300,9 +279,9 @@ wv_section(wv *w, const u8 *p, size_t len, size_t *off, unsigned k, const u8 r[3
     if (len - o < 24)
         WHY("truncated shard section");
     s->on = true;
-    s->next_sn = s->ns0 = wv_u64(p + o);
-    s->sn_start = wv_u64(p + o + 8);
-    s->first = wv_u64(p + o + 16);
+    s->next_sn = s->ns0 = qm_get_u64le(p + o);
+    s->sn_start = qm_get_u64le(p + o + 8);
+    s->first = qm_get_u64le(p + o + 16);
     o += 24;
     u64 y = s->next_sn >> QM_TWIG_SHIFT;
     if (y < 1 || y >= (1ull << QM_PROOF_MAX_U) || s->first > y || s->sn_start > s->next_sn)
@@ -368,7 +347,7 @@ wv_section(wv *w, const u8 *p, size_t len, size_t *off, unsigned k, const u8 r[3
     /* Entries, each with its left-tree path to its twig's left root. */
     if (len - o < 4)
         WHY("truncated entry count");
-    u32 m = wv_u32(p + o);
+    u32 m = qm_get_u32le(p + o);
     o += 4;
     if (m > (len - o) / (4 + QM_PROOF_ENTRY_MIN + 352))
         WHY("entry count out of range");
@@ -495,10 +474,10 @@ wv_append(wv *w, wv_shard *s, const u8 *key, u32 klen, const u8 *val, u32 vlen, 
     memcpy(b + 5, key, klen);
     memcpy(b + 5 + klen, val, vlen);
     memcpy(b + 5 + klen + vlen, nkh, 32);
-    wv_put64(b + 37 + klen + vlen, (u64)version);
-    wv_put64(b + 45 + klen + vlen, s->next_sn);
+    qm_put_u64le(b + 37 + klen + vlen, (u64)version);
+    qm_put_u64le(b + 45 + klen + vlen, s->next_sn);
     for (u32 i = 0; i < ndsn; i++)
-        wv_put64(b + 53 + klen + vlen + 8 * i, dsn[i]);
+        qm_put_u64le(b + 53 + klen + vlen + 8 * i, dsn[i]);
     e->own = b;
     s->app[s->napp++] = e;
     QM_RET(wv_decode(w, b, n, e));
@@ -730,11 +709,11 @@ wv_run(wv *w, const u8 *p, size_t len, const u8 pre[32], const qmdb_block_op *op
         WHY("bad magic (not a qmdb block witness)");
     if (p[4] != QM_WITNESS_VERSION)
         WHY("unsupported block witness format version");
-    if (wv_u64(p + 5) != w->height)
+    if (qm_get_u64le(p + 5) != w->height)
         WHY("witness is for a different height");
-    w->thres = wv_u64(p + 13);
-    w->ratio = wv_u32(p + 21);
-    w->div = wv_u32(p + 25);
+    w->thres = qm_get_u64le(p + 13);
+    w->ratio = qm_get_u32le(p + 21);
+    w->div = qm_get_u32le(p + 25);
     if (w->div == 0)
         WHY("utilization divisor is zero");
     if (par && (par->compact_thres != w->thres || par->utilization_ratio != w->ratio ||

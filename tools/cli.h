@@ -212,6 +212,8 @@ int cmd_verify_block(const cli_cmd *cmd, cli_args *a); /* cmd_witness.c */
 /* cmd_proof.c: reads all of path ("-": stdin), at most 64 MiB; 0 or an errno value, with
  * *opened telling whether the file could be opened at all. */
 int cli_read_all(const char *path, unsigned char **out, size_t *outlen, bool *opened);
+/* cmd_proof.c: writes len bytes to path, or to stdout when path is NULL; 0 or a CLI error. */
+int cli_write_bytes(const char *path, const uint8_t *buf, size_t len);
 void cli_print_version(void); /* cli_args.c */
 /* Open flags of a read-only command: a fast open (the youngest twig hashed, not every
  * entry), or a verifying one with --verify. */

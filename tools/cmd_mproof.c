@@ -98,17 +98,8 @@ cmd_prove_many(cli_args *a)
         goto out;
     }
     if (path || !a->json) {
-        FILE *f = path ? fopen(path, "wb") : stdout;
-        bool good = f && fwrite(proof, 1, len, f) == len;
-        int err = errno;
-        if (f && (path ? fclose(f) : fflush(f)) != 0 && good) {
-            good = false;
-            err = errno;
-        }
-        if (!good) {
-            rc = cli_error(CLI_DB, "cannot write %s: %s", path ? path : "stdout", strerror(err));
+        if ((rc = cli_write_bytes(path, proof, len)) != 0)
             goto out;
-        }
     }
     uint64_t h = le64(proof + MP_HEIGHT_OFF);
     uint32_t ne = le32(proof + MP_NENT_OFF);

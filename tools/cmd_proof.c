@@ -36,6 +36,23 @@ json_proof_header(cli_json_w *w, const uint8_t *proof, size_t len, const qmdb_pr
     json_u64(w, "length", len);
 }
 
+/* Writes len bytes to path (created or truncated), or to stdout when path is NULL; 0, or the
+ * CLI_DB error naming the file (printed). Shared by prove, multi-key prove and witness. */
+int
+cli_write_bytes(const char *path, const uint8_t *buf, size_t len)
+{
+    FILE *f = path ? fopen(path, "wb") : stdout;
+    bool good = f && fwrite(buf, 1, len, f) == len;
+    int err = errno;
+    if (f && (path ? fclose(f) : fflush(f)) != 0 && good) {
+        good = false;
+        err = errno;
+    }
+    if (!good)
+        return cli_error(CLI_DB, "cannot write %s: %s", path ? path : "stdout", strerror(err));
+    return 0;
+}
+
 int
 cmd_prove(const cli_cmd *cmd, cli_args *a)
 {
@@ -70,17 +87,8 @@ cmd_prove(const cli_cmd *cmd, cli_args *a)
         goto out;
     }
     if (path || !a->json) {
-        FILE *f = path ? fopen(path, "wb") : stdout;
-        bool good = f && fwrite(proof, 1, len, f) == len;
-        int err = errno;
-        if (f && (path ? fclose(f) : fflush(f)) != 0 && good) {
-            good = false;
-            err = errno;
-        }
-        if (!good) {
-            rc = cli_error(CLI_DB, "cannot write %s: %s", path ? path : "stdout", strerror(err));
+        if ((rc = cli_write_bytes(path, proof, len)) != 0)
             goto out;
-        }
     }
     if (a->json) {
         cli_json_w w;

@@ -164,17 +164,8 @@ cmd_witness(const cli_cmd *cmd, cli_args *a)
         rc = cli_error(CLI_USAGE, "the witness is binary: give -o FILE or redirect stdout");
         goto out;
     }
-    FILE *f = path ? fopen(path, "wb") : stdout;
-    bool good = f && fwrite(w, 1, len, f) == len;
-    int err = errno;
-    if (f && (path ? fclose(f) : fflush(f)) != 0 && good) {
-        good = false;
-        err = errno;
-    }
-    if (!good) {
-        rc = cli_error(CLI_DB, "cannot write %s: %s", path ? path : "stdout", strerror(err));
+    if ((rc = cli_write_bytes(path, w, len)) != 0)
         goto out;
-    }
     fprintf(path ? stdout : stderr, "witness of block %" PRIu64 ": %zu bytes%s\n", a->height, len,
             a->npos > 1 ? "" : " (from the log: no deletes of absent keys covered)");
 out:
