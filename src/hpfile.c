@@ -256,7 +256,8 @@ hp_write_files(qm_hpfile *f, const u8 *data, size_t len, u64 pos)
             return qm_err_set(f->err, rc, "write to %s segment %" PRIu64 " at %" PRIu64 ": %s",
                               f->path_prefix, seg, off, qmdb_strerror(rc));
         map_seg(f, seg, fd);
-        map_populate(f, seg, off, chunk);
+        if (f->populate)
+            map_populate(f, seg, off, chunk);
         data += chunk;
         len -= chunk;
         pos += chunk;
@@ -279,6 +280,7 @@ qm_hpfile_open(qm_hpfile *f, const qm_hpfile_cfg *cfg, qm_err *err)
     f->size = f->flushed = f->synced = size;
     f->rdonly = rdonly;
     f->map = cfg->map && !rdonly && map_allowed();
+    f->populate = f->map && cfg->populate;
     f->buf_cap = buf_cap;
     size_t plen = strlen(dir) + strlen(prefix) + 2;
     f->path_prefix = malloc(plen);

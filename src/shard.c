@@ -367,14 +367,28 @@ qm_shard_open_files(qm_shard *s, const char *dir, const qm_shard_meta *m)
     snprintf(e, sizeof(e), "s%02x.entries", s->id);
     snprintf(t, sizeof(t), "s%02x.twig", s->id);
     snprintf(tm, sizeof(tm), "s%02x.tmeta", s->id);
-    qm_hpfile_cfg ce = {
-        dir, e,   par->entry_seg, m ? m->entry_head : 0, m ? m->entry_size : 0, 1 << 20, create,
-        ro,  true}; /* mapped for reads (hpfile.h) */
-    qm_hpfile_cfg ct = {
-        dir,    t,  par->twig_seg, m ? m->first_twig * QM_TWIG_REC : 0, nfull * QM_TWIG_REC, 0,
-        create, ro, true}; /* mapped for the prover's paths (proof.c) */
-    qm_hpfile_cfg cm = {dir,    tm, 1ull << 30, 0, nfull * QM_TMETA_REC, 64 * QM_TMETA_REC,
-                        create, ro, false};
+    qm_hpfile_cfg ce = {dir,
+                        e,
+                        par->entry_seg,
+                        m ? m->entry_head : 0,
+                        m ? m->entry_size : 0,
+                        1 << 20,
+                        create,
+                        ro,
+                        true,
+                        true}; /* mapped for point reads, populated as written (hpfile.h) */
+    qm_hpfile_cfg ct = {dir,
+                        t,
+                        par->twig_seg,
+                        m ? m->first_twig * QM_TWIG_REC : 0,
+                        nfull * QM_TWIG_REC,
+                        0,
+                        create,
+                        ro,
+                        true,
+                        false}; /* mapped for the prover's paths (proof.c), not populated */
+    qm_hpfile_cfg cm = {dir,    tm, 1ull << 30, 0,    nfull * QM_TMETA_REC, 64 * QM_TMETA_REC,
+                        create, ro, false,      false};
     QM_RET(qm_hpfile_open(&s->entries, &ce, s->err));
     QM_RET(qm_hpfile_open(&s->twigs, &ct, s->err));
     QM_RET(qm_hpfile_open(&s->tmeta, &cm, s->err));

@@ -31,8 +31,8 @@ test_hpfile(void)
     qm_err err = {{0}};
     qm_hpfile f;
     const uint64_t seg = 65536;
-    CHECK_OK(
-        qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 0, 0, 1000, true, false, false}, &err));
+    CHECK_OK(qm_hpfile_open(
+        &f, &(qm_hpfile_cfg){dir, "h", seg, 0, 0, 1000, true, false, false, false}, &err));
     static unsigned char data[300000];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (unsigned char)(i * 7 + (i >> 9));
@@ -61,7 +61,7 @@ test_hpfile(void)
     qm_hpfile_close(&f);
 
     CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "h", seg, 0, committed, 1000, false, false, false}, &err));
+        &f, &(qm_hpfile_cfg){dir, "h", seg, 0, committed, 1000, false, false, false, false}, &err));
     CHECK(!exists("h.0000000004")); /* wholly uncommitted segment removed */
     memset(back, 0, sizeof(back));
     CHECK_OK(qm_hpfile_read(&f, 0, back, committed));
@@ -83,7 +83,8 @@ test_hpfile(void)
      * through the descriptors that batched reads open only later. */
     qm_hpfile ro;
     CHECK_OK(qm_hpfile_open(
-        &ro, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 0, false, true, false}, &err));
+        &ro, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 0, false, true, false, false},
+        &err));
     CHECK_OK(qm_hpfile_prune_head(&f, 200000));
     CHECK(!exists("h.0000000002"));
     memset(back, 0, 100);
@@ -99,20 +100,23 @@ test_hpfile(void)
 
     /* A committed segment that is missing or short is corruption, not a crash. */
     CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false, false}, &err));
+        &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false, false, false},
+        &err));
     qm_hpfile_close(&f);
     char p[512];
     snprintf(p, sizeof(p), "%s/h.0000000003", dir);
     CHECK(truncate(p, 100) == 0);
-    CHECK_RC(qm_hpfile_open(
-                 &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false, false},
-                 &err),
+    CHECK_RC(qm_hpfile_open(&f,
+                            &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false,
+                                             false, false},
+                            &err),
              QMDB_CORRUPT);
     CHECK(strstr(err.msg, "h.0000000003") != NULL);
     CHECK(unlink(p) == 0);
-    CHECK_RC(qm_hpfile_open(
-                 &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false, false},
-                 &err),
+    CHECK_RC(qm_hpfile_open(&f,
+                            &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false,
+                                             false, false},
+                            &err),
              QMDB_CORRUPT);
 }
 
@@ -141,8 +145,8 @@ test_hpfile_map(void)
     static unsigned char data[400000];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (unsigned char)(i * 13 + (i >> 11));
-    CHECK_OK(
-        qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "m", seg, 0, 0, 4096, true, false, true}, &err));
+    CHECK_OK(qm_hpfile_open(
+        &f, &(qm_hpfile_cfg){dir, "m", seg, 0, 0, 4096, true, false, true, true}, &err));
     CHECK(qm_hpfile_mapped(&f));
     uint64_t pos;
     CHECK_OK(qm_hpfile_append(&f, data, 200000, &pos));
@@ -185,7 +189,7 @@ test_hpfile_map(void)
 
     /* Reopen: the committed segments are mapped again (bytes as written). */
     CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 4096, false, false, true}, &err));
+        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 4096, false, false, true, true}, &err));
     v = qm_hpfile_view(&f, 190000, 64);
     CHECK(v != NULL && memcmp(v, data + 340000, 64) == 0);
     qm_hpfile_close(&f);
@@ -193,14 +197,14 @@ test_hpfile_map(void)
      * QMDB_NO_MMAP=1: reads go through pread and return the same bytes. */
     unsigned char back[64];
     CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 0, false, true, true}, &err));
+        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 0, false, true, true, true}, &err));
     CHECK(!qm_hpfile_mapped(&f) && qm_hpfile_view(&f, 190000, 64) == NULL);
     CHECK_OK(qm_hpfile_read(&f, 190000, back, 64));
     CHECK(memcmp(back, data + 340000, 64) == 0);
     qm_hpfile_close(&f);
     CHECK(setenv("QMDB_NO_MMAP", "1", 1) == 0);
     CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 4096, false, false, true}, &err));
+        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 4096, false, false, true, true}, &err));
     CHECK(!qm_hpfile_mapped(&f) && qm_hpfile_view(&f, 190000, 64) == NULL);
     CHECK_OK(qm_hpfile_read(&f, 190000, back, 64));
     CHECK(memcmp(back, data + 340000, 64) == 0);
