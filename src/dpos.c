@@ -219,6 +219,25 @@ qm_dpos_close(qm_dpos *d)
     qm_dpos_init(d);
 }
 
+/* After an outsized block, the pair and record buffers give their capacity back when the
+ * last block used less than a quarter of it (buffers below QM_DPOS_KEEP bytes stay), so that
+ * one huge block does not pin them for the life of the handle. */
+#define QM_DPOS_KEEP ((size_t)256 << 10)
+static void
+dpos_trim(qm_dpos *d, size_t used_pairs, size_t used_enc)
+{
+    if (d->cap * sizeof(u64) > QM_DPOS_KEEP && used_pairs < d->cap / 4) {
+        free(d->pairs);
+        d->pairs = NULL;
+        d->cap = 0;
+    }
+    if (d->enc_cap > QM_DPOS_KEEP && used_enc < d->enc_cap / 4) {
+        free(d->enc);
+        d->enc = NULL;
+        d->enc_cap = 0;
+    }
+}
+
 void
 qm_dpos_note(qm_dpos *d, u64 sn, u64 pos)
 {
@@ -277,7 +296,14 @@ qm_dpos_block(qm_dpos *d, u64 height)
         return;
     }
     d->end[c] += len;
+    dpos_trim(d, d->n, len);
     d->n = 0;
+}
+
+u64
+qm_dpos_dram_bytes(const qm_dpos *d)
+{
+    return d->cap * sizeof(u64) + d->enc_cap;
 }
 
 int

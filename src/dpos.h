@@ -70,6 +70,8 @@ QM_HIDDEN void qm_dpos_init(qm_dpos *d);
  * rollback walks the twigs. */
 QM_HIDDEN void qm_dpos_open(qm_dpos *d, const char *dir, unsigned shard, u64 height, u64 window);
 QM_HIDDEN void qm_dpos_close(qm_dpos *d);
+/* DRAM of the per-block buffers (they count with the caches in qmdb_stat). */
+QM_HIDDEN u64 qm_dpos_dram_bytes(const qm_dpos *d);
 /* The block being applied deactivated the entry with SN sn at log offset pos. */
 QM_HIDDEN void qm_dpos_note(qm_dpos *d, u64 sn, u64 pos);
 /* Ends block `height`: appends its record (no fsync). Failures turn recording off. */

@@ -157,6 +157,20 @@ qm_hixj_resume(qm_hixj *j, u64 gen, u64 off, const u8 *more, size_t more_len, qm
     return 0;
 }
 
+/* After an outsized block, the record buffer gives its capacity back: it keeps at most four
+ * times what the last block used (and never less than QM_HIXJ_KEEP), so that one huge block
+ * does not pin its buffer for the life of the handle. */
+#define QM_HIXJ_KEEP ((size_t)256 << 10)
+static void
+jtrim(qm_hixj *j, size_t used)
+{
+    if (j->cap > QM_HIXJ_KEEP && used < j->cap / 4) {
+        free(j->buf);
+        j->buf = NULL;
+        j->cap = 0;
+    }
+}
+
 static u8 *
 jroom(qm_hixj *j, size_t n)
 {
@@ -268,8 +282,15 @@ qm_hixj_block(qm_hixj *j, const qm_hixj_blk *b, qm_err *err)
         return jerr(err, rc, path, "writing the index journal");
     }
     j->off += j->len;
+    jtrim(j, j->len);
     j->len = 0;
     return 0;
+}
+
+u64
+qm_hixj_dram_bytes(const qm_hixj *j)
+{
+    return j->cap;
 }
 
 size_t

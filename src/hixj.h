@@ -46,6 +46,8 @@ typedef struct qm_hixj {
 
 QM_HIDDEN void qm_hixj_init(qm_hixj *j, const qm_io *io, const char *dir, unsigned shard);
 QM_HIDDEN void qm_hixj_close(qm_hixj *j);
+/* DRAM of the record buffer (a per-block buffer: it counts with the caches in qmdb_stat). */
+QM_HIDDEN u64 qm_hixj_dram_bytes(const qm_hixj *j);
 /* Path of journal file of generation parity p (0/1). */
 QM_HIDDEN void qm_hixj_path(const char *dir, unsigned shard, unsigned p, char *out, size_t cap);
 

@@ -119,6 +119,7 @@ qm_ix_add_stats(const qm_ix *x, qmdb_stats *st)
     st->index_dram_bytes += qm_ix_dram_bytes(x);
     if (x->hyb) {
         st->cache_dram_bytes += qm_hix_memo_bytes(x->hyb);
+        st->cache_dram_bytes += qm_hixj_dram_bytes(qm_hix_journal(x->hyb));
         st->index_ssd_bytes += qm_hix_ssd_bytes(x->hyb);
         st->index_merges += qm_hix_merges(x->hyb);
         st->index_page_reads += qm_hix_page_reads(x->hyb);

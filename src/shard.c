@@ -696,6 +696,7 @@ qm_shard_add_stats(qm_shard *s, qmdb_stats *st)
     st->warm_hits += s->warm.hits;
     st->cache_dram_bytes += qm_warm_dram_bytes(&s->warm);
     pthread_mutex_unlock(&s->warm_mu);
+    st->cache_dram_bytes += qm_dpos_dram_bytes(&s->dpos);
 }
 
 /* ---- Log scans (recovery, the hybrid indexer's resume) ------------------------------ */

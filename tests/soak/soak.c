@@ -648,9 +648,10 @@ writer_main(int fd, uint64_t expect, uint32_t indexer, bool use_commit, bool fas
         if (!warm_sent && nblocks >= cfg.rss_blocks) {
             qmdb_stats st = QMDB_STATS_INIT;
             qmdb_stat(wdb, &st);
-            report("W %" PRIu64 " %ld %" PRIu64 " %" PRIu64 " %" PRIu64 " %u\n", nblocks, rss_kb(),
-                   st.index_dram_bytes, st.tree_dram_bytes, st.cache_dram_bytes,
-                   (unsigned)st.index_resumed_shards);
+            struct mallinfo2 mi = mallinfo2();
+            report("W %" PRIu64 " %ld %" PRIu64 " %" PRIu64 " %" PRIu64 " %u %zu\n", nblocks,
+                   rss_kb(), st.index_dram_bytes, st.tree_dram_bytes, st.cache_dram_bytes,
+                   (unsigned)st.index_resumed_shards, mi.uordblks + mi.hblkhd);
             warm_sent = true;
         }
         if (now_s() >= t_stats) {
@@ -699,7 +700,8 @@ static struct {
 typedef struct inc_info {
     uint32_t indexer;
     double t_open;
-    long warm_kb; /* -1: killed before the warm sample */
+    long warm_kb;      /* -1: killed before the warm sample */
+    long warm_heap_kb; /* heap bytes in use then (malloc's count: mallinfo2), in kB */
     long last_kb;
     uint64_t last_blocks;
     uint64_t open_h;
@@ -924,7 +926,10 @@ handle_line(char *line, inc_info *inc, uint64_t *inc_checked, uint64_t *inc_unch
         inc->open_h = a;
         break;
     case 'W':
-        if (sscanf(line, "W %llu %ld %llu %llu %llu %llu", &a, &kb, &b, &c, &d, &e) == 6) {
+        unsigned long long heap = 0;
+        if (sscanf(line, "W %llu %ld %llu %llu %llu %llu %llu", &a, &kb, &b, &c, &d, &e, &heap) ==
+            7) {
+            inc->warm_heap_kb = (long)(heap / 1024);
             inc->warm_kb = kb;
             inc->warm_resumed = (unsigned)e;
             inc->warm_index_kb = (long)(b / 1024);
@@ -1133,13 +1138,17 @@ median(long *v, size_t n)
  * with the workload, not with age). Samples are grouped by how the open built the index:
  * OPEN_LOADED (every shard's index loaded from its run file) or OPEN_SCANNED (at least one
  * shard rebuilt by a log scan, which leaves the allocator with more free memory in its
- * heap), or OPEN_ANY. */
-enum { RSS_RAW, RSS_BASE };
+ * heap), or OPEN_ANY. RSS_HEAP (printed, not the criterion) is malloc's own count of the
+ * bytes in use minus the same caches: it tells growth of what the process holds from memory
+ * the allocator keeps free. */
+enum { RSS_RAW, RSS_BASE, RSS_HEAP };
 enum { OPEN_SCANNED, OPEN_LOADED, OPEN_ANY };
 
 static long
 sample_kb(const inc_info *c, int metric)
 {
+    if (metric == RSS_HEAP)
+        return c->warm_heap_kb - c->warm_cache_kb;
     return metric == RSS_RAW ? c->warm_kb : c->warm_kb - c->warm_cache_kb;
 }
 
@@ -1210,6 +1219,10 @@ rss_report(uint32_t indexer, double t_skip)
         printf("  minus caches, any open: start %ld kB, end %ld kB, growth %+.1f%% (%zu samples)\n",
                s, e, worst, ns);
     }
+    double heap = rss_figures(indexer, OPEN_ANY, RSS_HEAP, 2, t_skip, &s, &e, &ts, &te, &ns);
+    printf("  heap in use minus caches (malloc's count, not the criterion): start %ld kB, end "
+           "%ld kB, %+.1f%%\n",
+           s, e, heap);
     printf("  growth (%s, like for like): %+.1f%% (limit +5%%)\n", name, worst);
     return worst > 5.0;
 }
