@@ -29,7 +29,8 @@ __all__ = [
     "QmdbError", "NotFound", "Corrupt", "InvalidArgument", "BufferTooSmall", "Exists",
     "NotADatabase", "VersionMismatch", "Panic", "BadHeight", "Pruned", "BadProof", "TooMany",
     "Busy", "NoCheckpoint", "Closed", "Db", "Batch", "create", "open", "verify_proof",
-    "proof_info", "version", "version_number", "LATEST", "AUTO",
+    "proof_info", "verify_proof_many", "verify_witness", "chunk_verify", "snapshot_restore",
+    "version", "version_number", "LATEST", "AUTO", "MPROOF_MAX_KEYS",
     "INDEXER_AUTO", "INDEXER_MEMORY", "INDEXER_HYBRID",
 ]
 
@@ -39,6 +40,7 @@ AUTO = -1
 INDEXER_MEMORY, INDEXER_HYBRID, INDEXER_AUTO = 0, 1, 0xFFFFFFFF
 OPEN_FAST, OPEN_NO_AUTO_PRUNE, OPEN_SET_HISTORY, OPEN_RDONLY = 0x1, 0x2, 0x4, 0x8
 OPEN_NO_PIPELINE, OPEN_DIRECT_IO, OPEN_SALVAGE = 0x10, 0x20, 0x40
+MPROOF_MAX_KEYS = 1 << 20
 
 
 # ---- errors ------------------------------------------------------------------------------
@@ -151,6 +153,35 @@ class _ProofInfo(_c.Structure):
                 ("entries", _c.c_uint), ("upper_levels", _c.c_uint)]
 
 
+class _ProofAnswer(_c.Structure):
+    _fields_ = [("present", _c.c_int), ("value", _vp), ("vlen", _sz)]
+
+
+class _BlockOp(_c.Structure):
+    _fields_ = [("tx", _c.c_uint32), ("key", _vp), ("klen", _sz), ("value", _vp), ("vlen", _sz)]
+
+
+class _CompactionParams(_c.Structure):
+    _fields_ = [("compact_thres", _u64), ("utilization_ratio", _c.c_uint32),
+                ("utilization_div", _c.c_uint32)]
+
+
+class _ChunkInfo(_c.Structure):
+    _fields_ = [("struct_size", _sz), ("format_version", _c.c_uint32), ("shard", _c.c_uint),
+                ("tail", _c.c_int), ("height", _u64), ("next_sn", _u64), ("sn_start", _u64),
+                ("twig_begin", _u64), ("twig_end", _u64), ("summaries", _u64),
+                ("log_bytes", _u64), ("entries", _u64), ("live", _u64)]
+
+
+class _SnapshotStat(_c.Structure):
+    _fields_ = [("struct_size", _sz), ("height", _u64), ("root", _c.c_uint8 * HASH_LEN),
+                ("chunks", _u64), ("accepted", _u64), ("rejected", _u64), ("missing", _u64),
+                ("bytes", _u64), ("entries", _u64), ("live", _u64)]
+
+
+_RESTORE_FN = _c.CFUNCTYPE(None, _vp, _c.c_char_p, _c.c_int, _c.c_char_p)
+
+
 def _fn(name, res, *args):
     f = getattr(_lib, name)
     f.restype = res
@@ -193,6 +224,23 @@ _proof_free = _fn("qmdb_proof_free", None, _u8p)
 _proof_verify = _fn("qmdb_proof_verify", _c_int, _c.c_char_p, _sz, _c.c_char_p, _c.c_char_p,
                     _sz, _c.c_char_p, _sz, _u64, _c.POINTER(_u64), _c.POINTER(_c.c_char_p))
 _proof_info_get = _fn("qmdb_proof_info_get", _c_int, _c.c_char_p, _sz, _c.POINTER(_ProofInfo))
+_prove_many = _fn("qmdb_prove_many", _c_int, _vp, _c.POINTER(_vp), _c.POINTER(_sz), _sz, _u64,
+                  _c.POINTER(_u8p), _c.POINTER(_sz))
+_proof_verify_many = _fn("qmdb_proof_verify_many", _c_int, _c.c_char_p, _sz, _c.c_char_p,
+                         _c.POINTER(_vp), _c.POINTER(_sz), _sz, _u64, _c.POINTER(_u64),
+                         _c.POINTER(_ProofAnswer), _c.POINTER(_c.c_char_p))
+_witness = _fn("qmdb_witness", _c_int, _vp, _u64, _c.POINTER(_BlockOp), _sz, _c.POINTER(_u8p),
+               _c.POINTER(_sz))
+_witness_verify = _fn("qmdb_witness_verify", _c_int, _c.c_char_p, _sz, _c.c_char_p, _u64,
+                      _c.POINTER(_BlockOp), _sz, _c.POINTER(_CompactionParams), _c.c_char_p,
+                      _c.POINTER(_c.c_char_p))
+_chunk_verify = _fn("qmdb_chunk_verify", _c_int, _c.c_char_p, _sz, _c.c_char_p, _u64,
+                    _c.POINTER(_ChunkInfo), _c.POINTER(_c.c_char_p))
+_snapshot_export = _fn("qmdb_snapshot_export", _c_int, _vp, _c.c_char_p, _u64, _u64,
+                       _c.POINTER(_SnapshotStat))
+_snapshot_restore = _fn("qmdb_snapshot_restore", _c_int, _c.c_char_p, _c.c_char_p, _c.c_char_p,
+                        _u64, _RESTORE_FN, _vp, _c.POINTER(_SnapshotStat))
+_backup = _fn("qmdb_backup", _c_int, _vp, _c.c_char_p)
 
 
 def _error(rc, detail=""):
@@ -544,10 +592,106 @@ class Db:
             rc = _prove(h, k, len(k), height, _c.byref(p), _c.byref(n))
             if rc:
                 raise self._err(h, rc)
-        try:
-            return _c.string_at(p, n.value)
-        finally:
-            _proof_free(p)
+        return _take_proof(p, n)
+
+    def prove_many(self, keys, height=LATEST):
+        """One proof (bytes) of the values or absence of all keys at height (default: the
+        latest), with what they share written once. Repeats allowed; 1..MPROOF_MAX_KEYS."""
+        ks = _KeyArrays(keys)
+        p, n = _u8p(), _sz()
+        with self._write() as h:
+            rc = _prove_many(h, ks.ptrs, ks.lens, ks.n, height, _c.byref(p), _c.byref(n))
+            if rc:
+                raise self._err(h, rc)
+        return _take_proof(p, n)
+
+    def witness(self, height, ops=None):
+        """The witness (bytes) of committed block height: what a verifier without a database
+        needs to compute the block's root from the root of height - 1. ops: the block's
+        operations as committed, (tx, key, value) with value None for a delete; None builds
+        it from the log alone (it then does not cover a delete of an absent key)."""
+        arr, n, _keep = _block_ops(ops)
+        p, pn = _u8p(), _sz()
+        with self._write() as h:
+            rc = _witness(h, height, arr, n, _c.byref(p), _c.byref(pn))
+            if rc:
+                raise self._err(h, rc)
+        return _take_proof(p, pn)
+
+    def snapshot_export(self, outdir, height=LATEST, twigs_per_chunk=0):
+        """Writes a snapshot of the state of height (default: the latest) into outdir: chunk
+        files of up to twigs_per_chunk twigs of one shard (0: the library's default), then
+        the MANIFEST. Returns what it wrote as a dict (the fields of qmdb_snapshot_stat)."""
+        st = _SnapshotStat()
+        st.struct_size = _c.sizeof(_SnapshotStat)
+        with self._write() as h:
+            rc = _snapshot_export(h, os.fsencode(outdir), height, twigs_per_chunk,
+                                  _c.byref(st))
+            if rc:
+                raise self._err(h, rc)
+        return _stat_dict(st)
+
+    def backup(self, outdir):
+        """Writes a consistent, openable copy of the committed state into outdir (new, or
+        without a database), verified by a full open before it returns."""
+        with self._write() as h:
+            rc = _backup(h, os.fsencode(outdir))
+            if rc:
+                raise self._err(h, rc)
+
+
+def _take_proof(p, n):
+    """Copies a buffer the library allocated into bytes and frees it (qmdb_proof_free)."""
+    try:
+        return _c.string_at(p, n.value)
+    finally:
+        _proof_free(p)
+
+
+class _KeyArrays:
+    """The key pointer and length arrays of the multi-key calls, over one buffer it owns."""
+
+    def __init__(self, keys):
+        keys = [_bytes(k, "key") for k in keys]
+        self.n = len(keys)
+        self.buf = _c.create_string_buffer(b"".join(keys), sum(map(len, keys)) + 1)
+        self.ptrs = (_vp * max(self.n, 1))()
+        self.lens = (_sz * max(self.n, 1))()
+        base, off = _c.addressof(self.buf), 0
+        for i, k in enumerate(keys):
+            self.ptrs[i], self.lens[i] = base + off, len(k)
+            off += len(k)
+
+
+def _block_ops(ops):
+    """(array, count, buffers to keep alive) for a list of (tx, key, value or None)."""
+    if ops is None:
+        return None, 0, None
+    ops = [(tx, _bytes(k, "key"), None if v is None else _bytes(v, "value")) for tx, k, v in ops]
+    arr = (_BlockOp * max(len(ops), 1))()
+    keep = []
+    for i, (tx, k, v) in enumerate(ops):
+        kb = _c.create_string_buffer(k, len(k) + 1)
+        keep.append(kb)
+        arr[i].tx, arr[i].key, arr[i].klen = tx, _c.addressof(kb), len(k)
+        if v is not None:
+            vb = _c.create_string_buffer(v, len(v) + 1)
+            keep.append(vb)
+            arr[i].value, arr[i].vlen = _c.addressof(vb), len(v)
+    return arr, len(ops), keep
+
+
+def _stat_dict(st):
+    d = {name: getattr(st, name) for name, _ in _SnapshotStat._fields_[1:]}
+    d["root"] = bytes(st.root)
+    return d
+
+
+def _root_arg(root, what="root"):
+    r = _bytes(root, what)
+    if len(r) != HASH_LEN:
+        raise InvalidArgument(InvalidArgument.code, "invalid argument", f"{what} must be 32 bytes")
+    return r
 
 
 # ---- proofs (no database needed) -----------------------------------------------------------
@@ -576,3 +720,94 @@ def proof_info(proof):
     if rc:
         raise _error(rc)
     return {name: getattr(info, name) for name, _ in _ProofInfo._fields_[1:]}
+
+
+def verify_proof_many(proof, root, keys, height=LATEST):
+    """Checks a multi-key proof for keys (the list it was built for, in the same order) at
+    height (default: the root's height) under the trusted root. Returns (height, values):
+    the height the proof states and, per key, its value (None: absent). Raises BadProof with
+    the reason, InvalidArgument for malformed arguments."""
+    p, r = _bytes(proof, "proof"), _root_arg(root)
+    ks = _KeyArrays(keys)
+    answers = (_ProofAnswer * max(ks.n, 1))()
+    proved, why = _u64(), _c.c_char_p()
+    rc = _proof_verify_many(p, len(p), r, ks.ptrs, ks.lens, ks.n, height, _c.byref(proved),
+                            answers, _c.byref(why))
+    if rc:
+        raise _error(rc, why.value.decode() if why.value else "")
+    # The values point into p, alive here: copy them out.
+    values = [_c.string_at(a.value, a.vlen) if a.present and a.value else None
+              for a in answers[:ks.n]]
+    return proved.value, values
+
+
+def verify_witness(witness, pre_root, height, ops, params=None):
+    """Checks the witness of block height against the trusted root of height - 1 and the
+    block's ops ((tx, key, value or None) tuples) and returns the block's post-state root.
+    params: the chain's compaction parameters, a mapping with compact_thres,
+    utilization_ratio and utilization_div (db.stat() is one), which the witness must state;
+    None takes the witness's. Raises BadProof with the reason, InvalidArgument for malformed
+    ops."""
+    w, r = _bytes(witness, "witness"), _root_arg(pre_root, "pre_root")
+    arr, n, _keep = _block_ops(ops)
+    par = None
+    if params is not None:
+        par = _CompactionParams(params["compact_thres"], params["utilization_ratio"],
+                                params["utilization_div"])
+    post, why = _c.create_string_buffer(HASH_LEN), _c.c_char_p()
+    rc = _witness_verify(w, len(w), r, height, arr, n, None if par is None else _c.byref(par),
+                         post, _c.byref(why))
+    if rc:
+        raise _error(rc, why.value.decode() if why.value else "")
+    return post.raw
+
+
+def chunk_verify(chunk, root, height):
+    """Verifies one snapshot chunk (a file written by Db.snapshot_export) against the trusted
+    state root of height; returns what it holds as a dict (the fields of qmdb_chunk_info).
+    Raises BadProof with the reason."""
+    c, r = _bytes(chunk, "chunk"), _root_arg(root)
+    info = _ChunkInfo()
+    info.struct_size = _c.sizeof(_ChunkInfo)
+    why = _c.c_char_p()
+    rc = _chunk_verify(c, len(c), r, height, _c.byref(info), _c.byref(why))
+    if rc:
+        raise _error(rc, why.value.decode() if why.value else "")
+    return {name: getattr(info, name) for name, _ in _ChunkInfo._fields_[1:]}
+
+
+def snapshot_restore(newdir, indir, root, height=LATEST, on_chunk=None):
+    """Restores the snapshot in indir (MANIFEST and chunks) into the new database newdir,
+    trusting only root (and height; default: the manifest's). Every chunk is verified before
+    it is kept; call again as more chunks arrive. on_chunk(name, error) is called for every
+    kept (error None) and rejected (error a BadProof with the reason) chunk. Returns a dict
+    (the fields of qmdb_snapshot_stat) once the database is built and opens with root.
+    Raises NotFound while chunks are missing, BadProof if any was rejected (the good ones stay
+    kept), Exists if newdir holds a database; the exception's .stat is the same dict. An
+    exception raised by on_chunk is raised again once the library returned."""
+    r = _root_arg(root)
+    st = _SnapshotStat()
+    st.struct_size = _c.sizeof(_SnapshotStat)
+    raised = []
+
+    def cb(_arg, chunk, rc, why):
+        if on_chunk is None or raised:
+            return
+        err = _error(rc, why.decode(errors="replace") if why else "") if rc else None
+        try:
+            on_chunk(chunk.decode(errors="replace") if chunk else "", err)
+        except BaseException as e:  # noqa: BLE001 (handed back to the caller below)
+            raised.append(e)
+
+    fn = _RESTORE_FN(cb)
+    rc = _snapshot_restore(os.fsencode(newdir), os.fsencode(indir), r, height, fn, None,
+                           _c.byref(st))
+    # The detail is per C thread: this one's, read before anything else runs on it.
+    detail = _open_error().decode(errors="replace") if rc else ""
+    if raised:
+        raise raised[0]
+    if rc:
+        e = _error(rc, detail)
+        e.stat = _stat_dict(st)
+        raise e
+    return _stat_dict(st)

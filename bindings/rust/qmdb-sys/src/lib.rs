@@ -8,6 +8,7 @@ use std::os::raw::{c_char, c_int, c_uint, c_void};
 
 pub const QMDB_HASH_LEN: usize = 32;
 pub const QMDB_MAX_KEY_LEN: usize = 255;
+pub const QMDB_MPROOF_MAX_KEYS: usize = 1 << 20;
 pub const QMDB_VERSION_MAJOR: c_int = 0;
 pub const QMDB_VERSION_MINOR: c_int = 1;
 pub const QMDB_VERSION_PATCH: c_int = 0;
@@ -133,6 +134,70 @@ pub struct qmdb_proof_info {
     pub upper_levels: c_uint,
 }
 
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct qmdb_proof_answer {
+    pub present: c_int,
+    pub value: *const u8,
+    pub vlen: usize,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct qmdb_block_op {
+    pub tx: u32,
+    pub key: *const c_void,
+    pub klen: usize,
+    /// NULL: delete.
+    pub value: *const c_void,
+    pub vlen: usize,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct qmdb_compaction_params {
+    pub compact_thres: u64,
+    pub utilization_ratio: u32,
+    pub utilization_div: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct qmdb_chunk_info {
+    pub struct_size: usize,
+    pub format_version: u32,
+    pub shard: c_uint,
+    pub tail: c_int,
+    pub height: u64,
+    pub next_sn: u64,
+    pub sn_start: u64,
+    pub twig_begin: u64,
+    pub twig_end: u64,
+    pub summaries: u64,
+    pub log_bytes: u64,
+    pub entries: u64,
+    pub live: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct qmdb_snapshot_stat {
+    pub struct_size: usize,
+    pub height: u64,
+    pub root: [u8; QMDB_HASH_LEN],
+    pub chunks: u64,
+    pub accepted: u64,
+    pub rejected: u64,
+    pub missing: u64,
+    pub bytes: u64,
+    pub entries: u64,
+    pub live: u64,
+}
+
+pub type qmdb_restore_fn = Option<
+    unsafe extern "C" fn(arg: *mut c_void, chunk: *const c_char, rc: c_int, why: *const c_char),
+>;
+
 pub type qmdb_check_fn = Option<unsafe extern "C" fn(arg: *mut c_void, problem: *const c_char)>;
 
 extern "C" {
@@ -220,6 +285,71 @@ extern "C" {
         why: *mut *const c_char,
     ) -> c_int;
     pub fn qmdb_proof_info_get(proof: *const u8, len: usize, info: *mut qmdb_proof_info) -> c_int;
+    pub fn qmdb_prove_many(
+        db: *mut qmdb_db,
+        keys: *const *const c_void,
+        klens: *const usize,
+        nkeys: usize,
+        height: u64,
+        out: *mut *mut u8,
+        outlen: *mut usize,
+    ) -> c_int;
+    pub fn qmdb_proof_verify_many(
+        proof: *const u8,
+        len: usize,
+        root: *const u8,
+        keys: *const *const c_void,
+        klens: *const usize,
+        nkeys: usize,
+        height: u64,
+        proved_height_out: *mut u64,
+        answers: *mut qmdb_proof_answer,
+        why: *mut *const c_char,
+    ) -> c_int;
+    pub fn qmdb_witness(
+        db: *mut qmdb_db,
+        height: u64,
+        ops: *const qmdb_block_op,
+        nops: usize,
+        out: *mut *mut u8,
+        outlen: *mut usize,
+    ) -> c_int;
+    pub fn qmdb_witness_verify(
+        witness: *const u8,
+        len: usize,
+        pre_root: *const u8,
+        height: u64,
+        ops: *const qmdb_block_op,
+        nops: usize,
+        params: *const qmdb_compaction_params,
+        post_root: *mut u8,
+        why: *mut *const c_char,
+    ) -> c_int;
+    pub fn qmdb_chunk_verify(
+        chunk: *const u8,
+        len: usize,
+        root: *const u8,
+        height: u64,
+        info: *mut qmdb_chunk_info,
+        why: *mut *const c_char,
+    ) -> c_int;
+    pub fn qmdb_snapshot_export(
+        db: *mut qmdb_db,
+        outdir: *const c_char,
+        height: u64,
+        twigs_per_chunk: u64,
+        st: *mut qmdb_snapshot_stat,
+    ) -> c_int;
+    pub fn qmdb_snapshot_restore(
+        newdir: *const c_char,
+        indir: *const c_char,
+        root: *const u8,
+        height: u64,
+        f: qmdb_restore_fn,
+        arg: *mut c_void,
+        st: *mut qmdb_snapshot_stat,
+    ) -> c_int;
+    pub fn qmdb_backup(db: *mut qmdb_db, outdir: *const c_char) -> c_int;
 }
 
 #[cfg(test)]
@@ -244,6 +374,52 @@ mod tests {
                 QMDB_BAD_PROOF
             );
             assert_eq!(qmdb_version_number(), QMDB_VERSION_NUMBER);
+            // qmdb_chunk_verify writes info->struct_size = sizeof(qmdb_chunk_info) on
+            // success only; here: a short struct_size is refused, the right one is not.
+            let root = [0u8; QMDB_HASH_LEN];
+            let mut ci = qmdb_chunk_info {
+                struct_size: size_of::<qmdb_chunk_info>() - 1,
+                ..Default::default()
+            };
+            let mut why: *const c_char = std::ptr::null();
+            assert_eq!(
+                qmdb_chunk_verify(b"x".as_ptr(), 1, root.as_ptr(), 1, &mut ci, &mut why),
+                QMDB_INVALID
+            );
+            ci.struct_size = size_of::<qmdb_chunk_info>();
+            assert_eq!(
+                qmdb_chunk_verify(b"x".as_ptr(), 1, root.as_ptr(), 1, &mut ci, &mut why),
+                QMDB_BAD_PROOF
+            );
+            assert!(!why.is_null());
+            // qmdb_snapshot_restore refuses a short struct_size before anything else.
+            let mut st = qmdb_snapshot_stat {
+                struct_size: size_of::<qmdb_snapshot_stat>() - 1,
+                ..Default::default()
+            };
+            let nowhere = c"/nonexistent/qmdb-sys-layout".as_ptr();
+            let rc = qmdb_snapshot_restore(
+                nowhere,
+                nowhere,
+                root.as_ptr(),
+                u64::MAX,
+                None,
+                std::ptr::null_mut(),
+                &mut st,
+            );
+            assert_eq!(rc, QMDB_INVALID);
+            st.struct_size = size_of::<qmdb_snapshot_stat>();
+            let rc = qmdb_snapshot_restore(
+                nowhere,
+                nowhere,
+                root.as_ptr(),
+                u64::MAX,
+                None,
+                std::ptr::null_mut(),
+                &mut st,
+            );
+            assert!(rc != QMDB_OK && rc != QMDB_INVALID, "rc {rc}");
+            assert_eq!(st.struct_size, size_of::<qmdb_snapshot_stat>());
         }
     }
 }

@@ -501,10 +501,103 @@ impl Db {
             },
             || (),
         )?;
-        let bytes = unsafe { std::slice::from_raw_parts(p, n) }.to_vec();
-        unsafe { sys::qmdb_proof_free(p) };
-        Ok(Proof(bytes))
+        Ok(Proof(unsafe { take_proof_bytes(p, n) }))
     }
+
+    /// One proof of the values (or absence) of all `keys` at `height` (`None`: the latest),
+    /// sharing what the keys have in common. Repeats are allowed; 1 to
+    /// `qmdb_sys::QMDB_MPROOF_MAX_KEYS` keys.
+    pub fn prove_many<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        height: Option<u64>,
+    ) -> Result<MultiProof> {
+        let (ptrs, lens) = key_arrays(keys);
+        let mut p: *mut u8 = ptr::null_mut();
+        let mut n = 0usize;
+        self.write(
+            |h| unsafe {
+                sys::qmdb_prove_many(
+                    h,
+                    ptrs.as_ptr(),
+                    lens.as_ptr(),
+                    ptrs.len(),
+                    height.unwrap_or(u64::MAX),
+                    &mut p,
+                    &mut n,
+                )
+            },
+            || (),
+        )?;
+        Ok(MultiProof(unsafe { take_proof_bytes(p, n) }))
+    }
+
+    /// The witness of committed block `height`: what a verifier without a database needs to
+    /// compute the block's root from the root of `height - 1`. `ops`: the block's operations
+    /// as committed; `None` builds it from the log alone (see `qmdb_witness`).
+    pub fn witness(&self, height: u64, ops: Option<&[BlockOp]>) -> Result<Witness> {
+        let raw = ops.map(raw_ops);
+        let (op_ptr, nops) = match &raw {
+            Some(r) => (r.as_ptr(), r.len()),
+            None => (ptr::null(), 0),
+        };
+        let mut p: *mut u8 = ptr::null_mut();
+        let mut n = 0usize;
+        self.write(
+            |h| unsafe { sys::qmdb_witness(h, height, op_ptr, nops, &mut p, &mut n) },
+            || (),
+        )?;
+        Ok(Witness(unsafe { take_proof_bytes(p, n) }))
+    }
+
+    /// Writes a snapshot of the state of `height` (`None`: the latest) into `outdir`: chunk
+    /// files of up to `twigs_per_chunk` twigs (0: the library's default), then the MANIFEST.
+    pub fn snapshot_export<P: AsRef<Path>>(
+        &self,
+        outdir: P,
+        height: Option<u64>,
+        twigs_per_chunk: u64,
+    ) -> Result<SnapshotStat> {
+        let d = path_c(outdir.as_ref())?;
+        let mut st = SnapshotStat {
+            struct_size: std::mem::size_of::<SnapshotStat>(),
+            ..Default::default()
+        };
+        self.write(
+            |h| unsafe {
+                sys::qmdb_snapshot_export(
+                    h,
+                    d.as_ptr(),
+                    height.unwrap_or(u64::MAX),
+                    twigs_per_chunk,
+                    &mut st,
+                )
+            },
+            || (),
+        )?;
+        Ok(st)
+    }
+
+    /// Writes a consistent, openable copy of the committed state into `outdir` (a new
+    /// directory, or one without a database), verified by a full open before it returns.
+    pub fn backup<P: AsRef<Path>>(&self, outdir: P) -> Result<()> {
+        let d = path_c(outdir.as_ref())?;
+        self.write(|h| unsafe { sys::qmdb_backup(h, d.as_ptr()) }, || ())
+    }
+}
+
+/// Copies a proof the library allocated into a `Vec` and frees it with `qmdb_proof_free`.
+unsafe fn take_proof_bytes(p: *mut u8, n: usize) -> Vec<u8> {
+    let bytes = std::slice::from_raw_parts(p, n).to_vec();
+    sys::qmdb_proof_free(p);
+    bytes
+}
+
+/// The key pointer and length arrays of the multi-key calls (borrowing `keys`).
+fn key_arrays<K: AsRef<[u8]>>(keys: &[K]) -> (Vec<*const c_void>, Vec<usize>) {
+    keys.iter()
+        .map(|k| (k.as_ref().as_ptr().cast::<c_void>(), k.as_ref().len()))
+        .unzip()
 }
 
 impl Drop for Db {
@@ -641,4 +734,269 @@ pub fn verify(
         return Err(Error::from_code(rc, cstr(why)));
     }
     Ok(proved)
+}
+
+/// A multi-key proof made by `Db::prove_many`: plain bytes, checked by `verify` without any
+/// database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiProof(pub Vec<u8>);
+
+/// What a verified multi-key proof shows: its height and, per key in the order given, the
+/// value (`None`: absent).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiProofAnswer {
+    pub height: u64,
+    pub values: Vec<Option<Vec<u8>>>,
+}
+
+impl MultiProof {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Checks the proof for `keys` (the list it was built for, in the same order) at
+    /// `height` (`None`: the height of `root`) under the trusted `root`.
+    pub fn verify<K: AsRef<[u8]>>(
+        &self,
+        root: &Root,
+        keys: &[K],
+        height: Option<u64>,
+    ) -> Result<MultiProofAnswer> {
+        verify_many(&self.0, root, keys, height)
+    }
+}
+
+/// The multi-key verifier on raw proof bytes (see `MultiProof::verify`).
+pub fn verify_many<K: AsRef<[u8]>>(
+    proof: &[u8],
+    root: &Root,
+    keys: &[K],
+    height: Option<u64>,
+) -> Result<MultiProofAnswer> {
+    let (ptrs, lens) = key_arrays(keys);
+    let mut answers = vec![
+        sys::qmdb_proof_answer {
+            present: 0,
+            value: ptr::null(),
+            vlen: 0,
+        };
+        keys.len()
+    ];
+    let mut proved = 0u64;
+    let mut why: *const c_char = ptr::null();
+    let rc = unsafe {
+        sys::qmdb_proof_verify_many(
+            proof.as_ptr(),
+            proof.len(),
+            root.as_ptr(),
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            ptrs.len(),
+            height.unwrap_or(u64::MAX),
+            &mut proved,
+            answers.as_mut_ptr(),
+            &mut why,
+        )
+    };
+    if rc != 0 {
+        return Err(Error::from_code(rc, cstr(why)));
+    }
+    // The answers point into `proof`, which outlives this copy.
+    let values = answers
+        .iter()
+        .map(|a| {
+            (a.present != 0 && !a.value.is_null())
+                .then(|| unsafe { std::slice::from_raw_parts(a.value, a.vlen) }.to_vec())
+        })
+        .collect();
+    Ok(MultiProofAnswer {
+        height: proved,
+        values,
+    })
+}
+
+/// One operation of a block, for witnesses: transaction `tx` (0-based, non-decreasing along
+/// the block), `key`, and `value` (`None`: delete).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockOp<'a> {
+    pub tx: u32,
+    pub key: &'a [u8],
+    pub value: Option<&'a [u8]>,
+}
+
+fn raw_ops(ops: &[BlockOp]) -> Vec<sys::qmdb_block_op> {
+    ops.iter()
+        .map(|o| sys::qmdb_block_op {
+            tx: o.tx,
+            key: o.key.as_ptr().cast(),
+            klen: o.key.len(),
+            value: o.value.map_or(ptr::null(), |v| v.as_ptr().cast()),
+            vlen: o.value.map_or(0, |v| v.len()),
+        })
+        .collect()
+}
+
+/// The compaction parameters of a chain (fixed when its database was created).
+pub type CompactionParams = sys::qmdb_compaction_params;
+
+/// A block witness made by `Db::witness`: plain bytes, checked by `verify` without any
+/// database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Witness(pub Vec<u8>);
+
+impl Witness {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Checks the witness of block `height` against the trusted root of `height - 1` and
+    /// the block's operations; returns the block's post-state root. `params`: the chain's
+    /// compaction parameters, which the witness must state (`None`: take the witness's).
+    pub fn verify(
+        &self,
+        pre_root: &Root,
+        height: u64,
+        ops: &[BlockOp],
+        params: Option<&CompactionParams>,
+    ) -> Result<Root> {
+        verify_witness(&self.0, pre_root, height, ops, params)
+    }
+}
+
+/// The witness verifier on raw bytes (see `Witness::verify`).
+pub fn verify_witness(
+    witness: &[u8],
+    pre_root: &Root,
+    height: u64,
+    ops: &[BlockOp],
+    params: Option<&CompactionParams>,
+) -> Result<Root> {
+    let raw = raw_ops(ops);
+    let mut post = [0u8; sys::QMDB_HASH_LEN];
+    let mut why: *const c_char = ptr::null();
+    let rc = unsafe {
+        sys::qmdb_witness_verify(
+            witness.as_ptr(),
+            witness.len(),
+            pre_root.as_ptr(),
+            height,
+            if raw.is_empty() {
+                ptr::null()
+            } else {
+                raw.as_ptr()
+            },
+            raw.len(),
+            params.map_or(ptr::null(), |p| p as *const CompactionParams),
+            post.as_mut_ptr(),
+            &mut why,
+        )
+    };
+    if rc != 0 {
+        return Err(Error::from_code(rc, cstr(why)));
+    }
+    Ok(post)
+}
+
+/// What a verified snapshot chunk holds.
+pub type ChunkInfo = sys::qmdb_chunk_info;
+
+/// Verifies one snapshot chunk (a file of `Db::snapshot_export`) against the trusted state
+/// `root` of `height`.
+pub fn chunk_verify(chunk: &[u8], root: &Root, height: u64) -> Result<ChunkInfo> {
+    let mut info = ChunkInfo {
+        struct_size: std::mem::size_of::<ChunkInfo>(),
+        ..Default::default()
+    };
+    let mut why: *const c_char = ptr::null();
+    let rc = unsafe {
+        sys::qmdb_chunk_verify(
+            chunk.as_ptr(),
+            chunk.len(),
+            root.as_ptr(),
+            height,
+            &mut info,
+            &mut why,
+        )
+    };
+    if rc != 0 {
+        return Err(Error::from_code(rc, cstr(why)));
+    }
+    Ok(info)
+}
+
+/// What a snapshot export wrote or a restore did.
+pub type SnapshotStat = sys::qmdb_snapshot_stat;
+
+struct RestoreCb<'a> {
+    f: &'a mut dyn FnMut(&str, Result<()>),
+    panic: Option<Box<dyn std::any::Any + Send>>,
+}
+
+unsafe extern "C" fn restore_trampoline(
+    arg: *mut c_void,
+    chunk: *const c_char,
+    rc: c_int,
+    why: *const c_char,
+) {
+    let cb = &mut *arg.cast::<RestoreCb>();
+    if cb.panic.is_some() {
+        return;
+    }
+    let name = cstr(chunk);
+    let res = if rc == 0 {
+        Ok(())
+    } else {
+        Err(Error::from_code(rc, cstr(why)))
+    };
+    // A panic must not unwind into C: keep it and resume it once the library returned.
+    let f = &mut *cb.f;
+    if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&name, res))) {
+        cb.panic = Some(p);
+    }
+}
+
+/// Restores the snapshot in `indir` (MANIFEST + chunks) into the new database `newdir`,
+/// trusting only `root` (and `height`; `None`: the manifest's). Every chunk is verified
+/// before it is kept; the call can be repeated as more chunks arrive. `on_chunk` is called
+/// with each chunk's file name and `Ok(())` when it was kept or the error (`BadProof`, with
+/// the reason) when it was rejected. Returns once the database is built and opens with
+/// `root`; `Err(NotFound)` while chunks are missing, `Err(BadProof)` if any was rejected
+/// (the good ones stay kept), `Err(Exists)` if `newdir` already holds a database.
+pub fn snapshot_restore<P: AsRef<Path>, Q: AsRef<Path>>(
+    newdir: P,
+    indir: Q,
+    root: &Root,
+    height: Option<u64>,
+    mut on_chunk: impl FnMut(&str, Result<()>),
+) -> Result<SnapshotStat> {
+    let nd = path_c(newdir.as_ref())?;
+    let id = path_c(indir.as_ref())?;
+    let mut st = SnapshotStat {
+        struct_size: std::mem::size_of::<SnapshotStat>(),
+        ..Default::default()
+    };
+    let mut cb = RestoreCb {
+        f: &mut on_chunk,
+        panic: None,
+    };
+    let rc = unsafe {
+        sys::qmdb_snapshot_restore(
+            nd.as_ptr(),
+            id.as_ptr(),
+            root.as_ptr(),
+            height.unwrap_or(u64::MAX),
+            Some(restore_trampoline),
+            (&mut cb as *mut RestoreCb).cast(),
+            &mut st,
+        )
+    };
+    // The detail of a failed restore is per C thread: read it right away.
+    let err = (rc != 0).then(|| open_error(rc));
+    if let Some(p) = cb.panic.take() {
+        std::panic::resume_unwind(p);
+    }
+    match err {
+        Some(e) => Err(e),
+        None => Ok(st),
+    }
 }

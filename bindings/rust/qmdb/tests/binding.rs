@@ -284,3 +284,313 @@ fn rollback() {
     assert_eq!(db.get(&[3u8]).unwrap(), None);
     assert_eq!(db.get(&[1u8]).unwrap(), Some(b"v".to_vec()));
 }
+
+/// Two blocks: block 1 puts k0..k199; block 2 (two transactions) updates, inserts and
+/// deletes. Returns (roots[0..=2], block 2's operations as owned (tx, key, value)).
+type OwnedOp = (u32, Vec<u8>, Option<Vec<u8>>);
+fn two_blocks(db: &Db) -> (Vec<qmdb::Root>, Vec<OwnedOp>) {
+    let mut roots = vec![db.root(None).unwrap()];
+    let mut b = Batch::new().unwrap();
+    for i in 0..200 {
+        b.put(format!("k{i}").as_bytes(), format!("v{i}").as_bytes())
+            .unwrap();
+    }
+    roots.push(db.commit(1, &b).unwrap());
+    let ops: Vec<OwnedOp> = vec![
+        (0, b"k3".to_vec(), Some(b"three".to_vec())),
+        (0, b"new1".to_vec(), Some(b"n1".to_vec())),
+        (1, b"k7".to_vec(), None),
+        (1, b"k3".to_vec(), Some(b"drei".to_vec())),
+        (1, b"new2".to_vec(), Some(b"n2".to_vec())),
+    ];
+    let mut b = Batch::new().unwrap();
+    let mut tx = 0;
+    for (t, k, v) in &ops {
+        if *t != tx {
+            b.tx().unwrap();
+            tx = *t;
+        }
+        match v {
+            Some(v) => b.put(k, v).unwrap(),
+            None => b.delete(k).unwrap(),
+        }
+    }
+    roots.push(db.commit(2, &b).unwrap());
+    (roots, ops)
+}
+
+fn borrow_ops(ops: &[OwnedOp]) -> Vec<qmdb::BlockOp<'_>> {
+    ops.iter()
+        .map(|(tx, k, v)| qmdb::BlockOp {
+            tx: *tx,
+            key: k,
+            value: v.as_deref(),
+        })
+        .collect()
+}
+
+#[test]
+fn multi_key_proof() {
+    let (_t, db) = fresh();
+    let (roots, _) = two_blocks(&db);
+    let keys: Vec<&[u8]> = vec![b"k3", b"nobody", b"k150", b"k7", b"k3"];
+    let p = db.prove_many(&keys, None).unwrap();
+    let ans = p.verify(&roots[2], &keys, Some(2)).unwrap();
+    assert_eq!(ans.height, 2);
+    let want: Vec<Option<Vec<u8>>> = vec![
+        Some(b"drei".to_vec()),
+        None,
+        Some(b"v150".to_vec()),
+        None, // deleted in block 2
+        Some(b"drei".to_vec()),
+    ];
+    assert_eq!(ans.values, want);
+    // The height of the root when none is given; the plain-bytes verifier agrees.
+    assert_eq!(
+        qmdb::verify_many(p.as_bytes(), &roots[2], &keys, None)
+            .unwrap()
+            .values,
+        want
+    );
+    // Historical: height 1 under the latest root shows k7 present and k3's old value.
+    let h1 = db.prove_many(&keys, Some(1)).unwrap();
+    let a1 = h1.verify(&roots[2], &keys, Some(1)).unwrap();
+    assert_eq!(a1.values[0].as_deref(), Some(&b"v3"[..]));
+    assert_eq!(a1.values[3].as_deref(), Some(&b"v7"[..]));
+    // A flipped byte, another root, another key list: rejected with a reason.
+    let mut bad = p.clone();
+    let mid = bad.0.len() / 2;
+    bad.0[mid] ^= 1;
+    let e = bad.verify(&roots[2], &keys, Some(2)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadProof);
+    assert!(!e.detail().is_empty());
+    assert_eq!(
+        p.verify(&roots[1], &keys, None).unwrap_err().kind(),
+        ErrorKind::BadProof
+    );
+    let other: Vec<&[u8]> = vec![b"k3", b"nobody", b"k151", b"k7", b"k3"];
+    assert_eq!(
+        p.verify(&roots[2], &other, Some(2)).unwrap_err().kind(),
+        ErrorKind::BadProof
+    );
+    let none: Vec<&[u8]> = vec![];
+    assert_eq!(
+        db.prove_many(&none, None).unwrap_err().kind(),
+        ErrorKind::Invalid
+    );
+    assert_eq!(
+        db.prove_many(&keys, Some(9)).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+}
+
+#[test]
+fn block_witness() {
+    let (_t, db) = fresh();
+    let (roots, ops) = two_blocks(&db);
+    let bops = borrow_ops(&ops);
+    let w = db.witness(2, Some(&bops)).unwrap();
+    assert_eq!(w.verify(&roots[1], 2, &bops, None).unwrap(), roots[2]);
+    // With the chain's parameters stated explicitly; other parameters are rejected.
+    let st = db.stat().unwrap();
+    let par = qmdb::CompactionParams {
+        compact_thres: st.compact_thres,
+        utilization_ratio: st.utilization_ratio,
+        utilization_div: st.utilization_div,
+    };
+    assert_eq!(
+        qmdb::verify_witness(w.as_bytes(), &roots[1], 2, &bops, Some(&par)).unwrap(),
+        roots[2]
+    );
+    let other = qmdb::CompactionParams {
+        compact_thres: par.compact_thres + 1,
+        ..par
+    };
+    assert_eq!(
+        w.verify(&roots[1], 2, &bops, Some(&other))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::BadProof
+    );
+    // From the log alone (the block deletes no absent key).
+    let wl = db.witness(2, None).unwrap();
+    assert_eq!(wl.verify(&roots[1], 2, &bops, None).unwrap(), roots[2]);
+    // A changed value, a dropped operation, a wrong pre-root, a flipped byte: rejected.
+    let mut changed = bops.clone();
+    changed[1].value = Some(b"other");
+    let e = w.verify(&roots[1], 2, &changed, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadProof);
+    assert!(!e.detail().is_empty());
+    assert_eq!(
+        w.verify(&roots[1], 2, &bops[1..], None).unwrap_err().kind(),
+        ErrorKind::BadProof
+    );
+    assert_eq!(
+        w.verify(&roots[0], 2, &bops, None).unwrap_err().kind(),
+        ErrorKind::BadProof
+    );
+    let mut bad = w.clone();
+    let mid = bad.0.len() / 2;
+    bad.0[mid] ^= 0x10;
+    assert!(bad.verify(&roots[1], 2, &bops, None).is_err());
+    // Ops out of transaction order are a malformed argument; block 3 does not exist.
+    let mut unordered = bops.clone();
+    unordered.swap(0, 4);
+    assert_eq!(
+        w.verify(&roots[1], 2, &unordered, None).unwrap_err().kind(),
+        ErrorKind::Invalid
+    );
+    assert_eq!(db.witness(3, None).unwrap_err().kind(), ErrorKind::NotFound);
+}
+
+fn chunk_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "qmsc"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn snapshot_export_restore_and_chunks() {
+    let (t, db) = fresh();
+    let (roots, _) = two_blocks(&db);
+    let snap = t.0.join("snap");
+    let st = db.snapshot_export(&snap, None, 0).unwrap();
+    assert_eq!(st.height, 2);
+    assert_eq!(st.root, roots[2]);
+    let files = chunk_files(&snap);
+    assert!(st.chunks > 0);
+    assert_eq!(files.len() as u64, st.chunks);
+    assert_eq!(
+        db.snapshot_export(&snap, None, 0).unwrap_err().kind(),
+        ErrorKind::Exists
+    );
+
+    // Every exported chunk verifies; a flipped byte, another root or height do not.
+    let mut total_entries = 0;
+    for f in &files {
+        let c = std::fs::read(f).unwrap();
+        let info = qmdb::chunk_verify(&c, &roots[2], 2).unwrap();
+        assert_eq!(info.height, 2);
+        assert!(info.shard < 16);
+        assert!(info.twig_begin < info.twig_end);
+        total_entries += info.entries;
+    }
+    assert!(total_entries >= 200);
+    let c = std::fs::read(&files[0]).unwrap();
+    let mut flipped = c.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 1;
+    let e = qmdb::chunk_verify(&flipped, &roots[2], 2).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadProof);
+    assert!(!e.detail().is_empty());
+    assert_eq!(
+        qmdb::chunk_verify(&c, &roots[1], 2).unwrap_err().kind(),
+        ErrorKind::BadProof
+    );
+
+    // A wrong trusted root is rejected (and named through the callback); nothing is built.
+    let newdir = t.0.join("restored");
+    let mut wrong = roots[2];
+    wrong[0] ^= 1;
+    let mut rejected = Vec::new();
+    let e = qmdb::snapshot_restore(&newdir, &snap, &wrong, None, |name, r| {
+        rejected.push((name.to_string(), r.map_err(|e| e.kind())))
+    })
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadProof);
+    assert!(!e.detail().is_empty());
+    assert!(!rejected.is_empty());
+    assert!(rejected.iter().all(|(_, r)| *r == Err(ErrorKind::BadProof)));
+    assert!(!newdir.join("META").exists());
+
+    // The trusted root: every chunk is kept, and the database opens with it.
+    let mut kept = 0u64;
+    let rst = qmdb::snapshot_restore(&newdir, &snap, &roots[2], Some(2), |name, r| {
+        assert!(r.is_ok(), "{name}: {r:?}");
+        kept += 1;
+    })
+    .unwrap();
+    assert_eq!(kept, st.chunks);
+    assert_eq!(rst.accepted, st.chunks);
+    assert_eq!((rst.rejected, rst.missing), (0, 0));
+    assert_eq!(rst.root, roots[2]);
+    assert_eq!(
+        qmdb::snapshot_restore(&newdir, &snap, &roots[2], None, |_, _| {})
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Exists
+    );
+    let r = Db::open(&newdir, &Options::default()).unwrap();
+    assert_eq!(r.height().unwrap(), 2);
+    assert_eq!(r.root(None).unwrap(), roots[2]);
+    assert_eq!(r.get(b"k3").unwrap(), Some(b"drei".to_vec()));
+    assert_eq!(r.get(b"k7").unwrap(), None);
+    assert_eq!(r.get(b"k199").unwrap(), Some(b"v199".to_vec()));
+    assert_eq!(r.get(b"new2").unwrap(), Some(b"n2".to_vec()));
+    // It goes on with the same roots as the source.
+    let mut b = Batch::new().unwrap();
+    b.put(b"after", b"x").unwrap();
+    assert_eq!(r.commit(3, &b).unwrap(), db.commit(3, &b).unwrap());
+}
+
+#[test]
+fn restore_resumes_when_chunks_arrive() {
+    let (t, db) = fresh();
+    let (roots, _) = two_blocks(&db);
+    let snap = t.0.join("snap");
+    let st = db.snapshot_export(&snap, None, 0).unwrap();
+    // Move one chunk away: the restore keeps the others and reports it missing.
+    let files = chunk_files(&snap);
+    let aside = t.0.join("aside.qmsc");
+    std::fs::rename(&files[0], &aside).unwrap();
+    let newdir = t.0.join("restored");
+    let e = qmdb::snapshot_restore(&newdir, &snap, &roots[2], None, |_, _| {}).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    std::fs::rename(&aside, &files[0]).unwrap();
+    let rst = qmdb::snapshot_restore(&newdir, &snap, &roots[2], None, |_, _| {}).unwrap();
+    assert_eq!(rst.accepted, st.chunks);
+    let r = Db::open(&newdir, &Options::default()).unwrap();
+    assert_eq!(r.root(None).unwrap(), roots[2]);
+}
+
+#[test]
+fn backup_opens_with_the_same_root() {
+    let (t, db) = fresh();
+    let (roots, _) = two_blocks(&db);
+    let out = t.0.join("backup");
+    db.backup(&out).unwrap();
+    let e = db.backup(&out).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Exists);
+    assert!(!e.detail().is_empty());
+    db.close().unwrap();
+    assert_eq!(
+        db.backup(t.0.join("b2")).unwrap_err().kind(),
+        ErrorKind::Closed
+    );
+    let b = Db::open(&out, &Options::default()).unwrap();
+    assert_eq!(b.height().unwrap(), 2);
+    assert_eq!(b.root(None).unwrap(), roots[2]);
+    assert_eq!(b.get(b"k3").unwrap(), Some(b"drei".to_vec()));
+    assert_eq!(b.get(b"k7").unwrap(), None);
+    assert_eq!(b.get(b"new1").unwrap(), Some(b"n1".to_vec()));
+}
+
+#[test]
+fn a_panic_in_the_restore_callback_reaches_the_caller() {
+    let (t, db) = fresh();
+    let (roots, _) = two_blocks(&db);
+    let snap = t.0.join("snap");
+    db.snapshot_export(&snap, None, 0).unwrap();
+    let newdir = t.0.join("restored");
+    let r = std::panic::catch_unwind(|| {
+        qmdb::snapshot_restore(&newdir, &snap, &roots[1], None, |_, _| {
+            panic!("from the callback")
+        })
+    });
+    let p = r.unwrap_err();
+    assert_eq!(p.downcast_ref::<&str>(), Some(&"from the callback"));
+}
