@@ -19,12 +19,14 @@
  * qmdb_get_many_committed, qmdb_height and qmdb_root may be called on one handle from any
  * number of threads at once, also while another thread commits (a read never sees part of a
  * block). Every other function on a handle (commit, submit, wait, prune, rollback, prove,
- * stat, shard_root, last_error, close) must come from one thread at a time: the caller serializes
- * them, and qmdb_close must not race any other call on the handle. Distinct handles on
- * distinct directories are independent. qmdb_batch objects are owned by the caller and are
- * not thread-safe (one thread at a time per batch). qmdb_proof_verify,
- * qmdb_proof_info_get, qmdb_strerror and the version functions are pure and may be called
- * from any thread; qmdb_open_error is per thread.
+ * prove_many, witness, snapshot_export, backup, stat, shard_root, last_error, close) must come
+ * from one thread at a time: the caller serializes them, and qmdb_close must not race any
+ * other call on the handle. Distinct handles on distinct directories are independent (so is
+ * qmdb_snapshot_restore, which takes directories). qmdb_batch objects are owned by the caller
+ * and are not thread-safe (one thread at a time per batch). The verifiers qmdb_proof_verify,
+ * qmdb_proof_verify_many, qmdb_witness_verify and qmdb_chunk_verify, and qmdb_proof_info_get,
+ * qmdb_strerror and the version functions are pure and may be called from any thread;
+ * qmdb_open_error is per thread.
  *
  * ABI: handles are opaque. Structs the library may grow (qmdb_options, qmdb_stats,
  * qmdb_proof_info) begin with a struct_size field: qmdb_options_init sets it for options;
