@@ -4,7 +4,7 @@
  * sizes (issue 4). Public API only.
  *
  *   qmdb-proof-bench [--entries N] [--proofs M] [--dir DIR] [--block-ops B] [--keep]
- *                    [--multi-keys K] [--multi-sets S] [--witness-ops A,B,...]
+ *                    [--multi-keys K] [--multi-sets S] [--witness-ops A,B,...] [--reopen]
  *
  * Loads N keys (16-byte pseudo-random keys, 32-byte values) in blocks of B operations, then
  * runs 4 update blocks of min(N/10, B) updates each (so historical proofs have something to
@@ -20,6 +20,9 @@
  *              many random operations (60% updates, 25% creates, 15% deletes), committed; its
  *              witness is built (timed) and verified (timed) against the root before it, and
  *              the post-state root compared with the engine's; bytes per operation.
+ * With --reopen, after the load: one historical proof (timed: it builds that shard's history
+ * cache), qmdb_close (timed), qmdb_open with QMDB_OPEN_FAST (timed), and again one historical
+ * proof (timed: the first historical proof after the open), then the kinds as above.
  * Prints one line per kind and a JSON summary on the last line. Uses DIR (default
  * ./proof-bench-db), which must not exist; removed at the end unless --keep.
  *
@@ -91,7 +94,7 @@ typedef struct pb_cfg {
     uint64_t n, m, block_ops, mkeys, msets;
     const char *wops;
     const char *dir;
-    int keep;
+    int keep, reopen;
 } pb_cfg;
 
 /* The loaded database: keys i < nupd have value version u at height hl + u (u = 1..4). */
@@ -123,10 +126,12 @@ parse_args(pb_cfg *c, int argc, char **argv)
             c->wops = argv[++i];
         else if (strcmp(argv[i], "--keep") == 0)
             c->keep = 1;
+        else if (strcmp(argv[i], "--reopen") == 0)
+            c->reopen = 1;
         else {
             fprintf(stderr, "usage: qmdb-proof-bench [--entries N] [--proofs M] [--dir DIR] "
                             "[--block-ops B] [--keep] [--multi-keys K] [--multi-sets S] "
-                            "[--witness-ops A,B,...]\n");
+                            "[--witness-ops A,B,...] [--reopen]\n");
             return 2;
         }
     }
@@ -426,6 +431,50 @@ bench_witness(pb_db *d, const pb_cfg *c, uint64_t nops, uint64_t *next_new, wit_
     return 0;
 }
 
+/* --reopen: one historical proof (builds a shard's history cache), close, fast open, and the
+ * first historical proof after the open; each timed. */
+typedef struct reopen_stats {
+    double first_s, close_s, open_s, after_s;
+} reopen_stats;
+
+static double
+one_hist_proof(const pb_db *d)
+{
+    uint8_t key[16];
+    uint8_t *p;
+    size_t len;
+    make_key(0, key);
+    double t = now_s();
+    int rc = qmdb_prove(d->db, key, 16, d->hl + 1, &p, &len);
+    if (rc != 0)
+        die("prove (historical)", rc);
+    t = now_s() - t;
+    qmdb_proof_free(p);
+    return t;
+}
+
+static void
+bench_reopen(const pb_cfg *c, pb_db *d, reopen_stats *r)
+{
+    r->first_s = one_hist_proof(d);
+    double t = now_s();
+    int rc = qmdb_close(d->db);
+    if (rc)
+        die("close", rc);
+    r->close_s = now_s() - t;
+    qmdb_options o;
+    qmdb_options_init(&o);
+    o.flags |= QMDB_OPEN_FAST;
+    t = now_s();
+    if ((rc = qmdb_open(c->dir, &o, &d->db)) != 0)
+        die(qmdb_open_error(), rc);
+    r->open_s = now_s() - t;
+    r->after_s = one_hist_proof(d);
+    printf("reopen      first historical proof %.4f s, close %.2f s, fast open %.2f s, first "
+           "historical proof after the open %.4f s\n",
+           r->first_s, r->close_s, r->open_s, r->after_s);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -442,6 +491,9 @@ main(int argc, char **argv)
     pb_db d;
     memset(&d, 0, sizeof(d));
     load_db(&c, &d);
+    reopen_stats rs = {0, 0, 0, 0};
+    if (c.reopen)
+        bench_reopen(&c, &d, &rs);
 
     kind_stats ks[3] = {
         {"inclusion", 0, 0, 0, 0}, {"exclusion", 0, 0, 0, 0}, {"historical", 0, 0, 0, 0}};
@@ -502,6 +554,10 @@ main(int argc, char **argv)
                "\": {\"build_s\": %.3f, \"verify_s\": %.3f, \"bytes\": %.0f, "
                "\"bytes_per_op\": %.0f}",
                ws[i].ops, ws[i].build_s, ws[i].verify_s, ws[i].bytes, ws[i].bytes / ws[i].ops);
+    if (c.reopen)
+        printf(", \"reopen\": {\"first_hist_s\": %.4f, \"close_s\": %.2f, \"open_s\": %.2f, "
+               "\"first_hist_after_open_s\": %.4f}",
+               rs.first_s, rs.close_s, rs.open_s, rs.after_s);
     printf(", \"history_warmup_s\": %.2f, \"load_s\": %.1f}\n", hist_first_s, d.load_s);
     free(proofs);
     free(lens);
