@@ -13,15 +13,25 @@
  *
  * Historical proofs use a per-shard history cache, built lazily on the first historical
  * proof and extended incrementally (only the new log tail is scanned) when later commits
- * added entries; rebuilt when twigs were pruned. Per unpruned SN it keeps the entry's file
- * position, version height, and the SN that deactivated it; plus all SNs sorted by the first
- * 8 key-hash bytes. 40 bytes per unpruned entry of the shards that served historical proofs.
+ * added entries; cut at the front when twigs were pruned. Per unpruned SN it keeps the entry's
+ * file position, version height, and the SN that deactivated it; plus all SNs sorted by the
+ * first 8 key-hash bytes. 40 bytes per unpruned entry of the shards that served historical
+ * proofs. A clean close writes each built shard cache to `sXX.hist` (histfile.h); the first
+ * historical proof on a shard after an open reads that file instead of scanning the whole
+ * log when it matches the database: its height is committed and ROOTS holds its root there,
+ * it covers no SN past next_sn and no pruned twig it cannot cut off, its CRCs and structure
+ * hold, and the entry at its end is its last SN. Then only the entries appended after it are
+ * scanned (their DSN lists carry the later deactivations of the SNs it covers). A file that
+ * fails any check -- or a proof that finds an entry not where the file said -- is ignored
+ * for the rest of the handle's life and the cache rebuilt by the scan.
  *
  * Thread: the handle's writer (one at a time), through qmdb_prove (db_read.c).
  */
 #include "codec.h"
 #include "entry.h"
 #include "hash.h"
+#include "histfile.h"
+#include "io.h"
 #include "prover.h"
 #include "shard.h"
 #include "twigfile.h"
@@ -37,10 +47,14 @@ typedef qm_hist_key ph_key;
 
 typedef struct ph_shard {
     bool built;
-    u64 first_twig; /* tree.first_twig when (re)built */
+    bool from_file; /* the covered SNs up to file_upto came from sXX.hist */
+    bool no_file;   /* sXX.hist failed a check after it was loaded: scan from now on */
+    u64 first_twig; /* tree.first_twig when (re)built or cut */
     u64 base;       /* first SN covered */
     u64 upto;       /* SNs [base, upto) are scanned */
     u64 scan_pos;   /* entry-log offset of SN upto */
+    u64 height;     /* a committed height whose next_sn is upto */
+    u64 file_upto, file_first_twig; /* what sXX.hist holds (from_file) */
     u64 cap;
     u64 *pos, *verh, *deact; /* index sn - base */
     ph_key *keys;            /* sorted by (kh8, sn) */
@@ -48,6 +62,7 @@ typedef struct ph_shard {
 
 struct qm_proof_cache {
     ph_shard sh[QM_SHARD_COUNT];
+    u64 loaded, ignored, scanned; /* files used, files ignored, entries scanned */
 };
 
 void
@@ -108,19 +123,101 @@ ph_reserve(ph_shard *ph, u64 n)
     return 0;
 }
 
-/* Brings the cache of shard s up to its latest committed entries. */
+/* Drops the SNs below twig ft (pruned since the cache was built) from the front. */
+static void
+ph_cut_front(ph_shard *ph, u64 ft)
+{
+    u64 nb = ft << QM_TWIG_SHIFT;
+    if (ft < ph->first_twig || nb >= ph->upto) {
+        ph->built = false; /* nothing left (or a tree older than the cache): rebuild */
+        return;
+    }
+    u64 k = nb - ph->base, n = ph->upto - nb;
+    memmove(ph->pos, ph->pos + k, n * sizeof(u64));
+    memmove(ph->verh, ph->verh + k, n * sizeof(u64));
+    memmove(ph->deact, ph->deact + k, n * sizeof(u64));
+    u64 w = 0;
+    for (u64 i = 0; i < n + k; i++)
+        if (ph->keys[i].sn >= nb)
+            ph->keys[w++] = ph->keys[i];
+    QM_ASSERT(w == n);
+    ph->base = nb;
+    ph->first_twig = ft;
+}
+
+/* Fills the empty cache of shard s from its sXX.hist when the file matches the database
+ * (see the top of this file); false when there is none or it was ignored. */
+static bool
+ph_load(const qm_proof_ctx *ctx, qm_proof_cache *c, qm_shard *s, ph_shard *ph)
+{
+    if (!ctx->dir || ph->no_file)
+        return false;
+    qm_hist_hdr h;
+    int fd;
+    int rc = qm_hist_file_open(ctx->dir, s->id, &fd, &h);
+    if (rc == -ENOENT)
+        return false;
+    qm_tree *t = &s->tree;
+    u8 root[32];
+    bool ok = !rc && h.first_twig <= t->first_twig && h.upto > (t->first_twig << QM_TWIG_SHIFT) &&
+              h.upto <= t->next_sn && h.height <= ctx->height && h.scan_pos >= s->entry_head &&
+              h.scan_pos <= s->entries.size &&
+              (h.upto < t->next_sn || h.scan_pos == s->entries.size) && ctx->root_at &&
+              ctx->root_at(ctx->root_arg, h.height, root) == 0 && memcmp(root, h.root, 32) == 0;
+    if (!ok) {
+        if (!rc)
+            qm_io_get()->close(fd);
+    } else if (ph_reserve(ph, h.upto - h.base) != 0) {
+        qm_io_get()->close(fd);
+        return false;
+    } else {
+        qm_hist_arrays a = {ph->pos, ph->verh, ph->deact, ph->keys};
+        ok = qm_hist_file_read(fd, &h, &a) == 0;
+    }
+    if (ok) {
+        ph->built = ph->from_file = true;
+        ph->first_twig = ph->file_first_twig = h.first_twig;
+        ph->base = h.base;
+        ph->upto = ph->file_upto = h.upto;
+        ph->scan_pos = h.scan_pos;
+        ph->height = h.height;
+        if (h.first_twig < t->first_twig)
+            ph_cut_front(ph, t->first_twig);
+        /* The entry at the file's end must be its last SN (a file of another log layout). */
+        qm_ebuf eb = {0};
+        qm_entry e;
+        ok = ph->built && qm_shard_read_entry(s, ph->pos[ph->upto - 1 - ph->base], &eb, &e) == 0 &&
+             e.sn == ph->upto - 1;
+        qm_ebuf_free(&eb);
+    }
+    if (!ok) {
+        ph->built = ph->from_file = false;
+        c->ignored++;
+        return false;
+    }
+    c->loaded++;
+    return true;
+}
+
+/* Brings the cache of shard s up to its latest committed entries: from sXX.hist or the scan
+ * of the whole unpruned log the first time, then the log appended since. */
 static int
-ph_update(qm_shard *s, ph_shard *ph)
+ph_update(const qm_proof_ctx *ctx, qm_proof_cache *c, qm_shard *s, ph_shard *ph)
 {
     qm_tree *t = &s->tree;
-    if (!ph->built || ph->first_twig != t->first_twig) {
+    if (ph->built && ph->first_twig != t->first_twig)
+        ph_cut_front(ph, t->first_twig);
+    if (!ph->built && !ph_load(ctx, c, s, ph)) {
         ph->built = true;
+        ph->from_file = false;
         ph->first_twig = t->first_twig;
         ph->base = ph->upto = t->first_twig << QM_TWIG_SHIFT;
         ph->scan_pos = s->entry_head;
     }
-    if (ph->upto == t->next_sn)
+    if (ph->upto == t->next_sn) {
+        ph->height = ctx->height;
         return 0;
+    }
     u64 base = ph->base, old = ph->upto - base, n = t->next_sn - base;
     QM_RET(ph_reserve(ph, n));
     qm_scan sc;
@@ -172,8 +269,10 @@ ph_update(qm_shard *s, ph_shard *ph)
         }
         free(tmp);
     }
+    c->scanned += t->next_sn - ph->upto;
     ph->upto = t->next_sn;
     ph->scan_pos = pos;
+    ph->height = ctx->height;
 out:
     qm_scan_free(&sc);
     if (rc)
@@ -271,10 +370,10 @@ ph_read(qm_shard *s, const ph_shard *ph, u64 sn, qm_ebuf *b, qm_entry *e)
 /* Earlier height h: the entry whose content was live at h (newest such copy), or the
  * predecessor whose gap covered the key at h; and the entry that deactivated it, if any. */
 static int
-find_hist(qm_shard *s, ph_shard *ph, u64 h, const u8 kh[32], const u8 *key, size_t klen,
-          qm_ebuf *eb, qm_ebuf *db, pr_found *f)
+find_hist(const qm_proof_ctx *ctx, qm_proof_cache *c, qm_shard *s, ph_shard *ph, u64 h,
+          const u8 kh[32], const u8 *key, size_t klen, qm_ebuf *eb, qm_ebuf *db, pr_found *f)
 {
-    QM_RET(ph_update(s, ph));
+    QM_RET(ph_update(ctx, c, s, ph));
     u64 n = ph->upto - ph->base, k8 = kh8_of(kh);
     u64 lo = ph_lower(ph, k8), hi = lo;
     while (hi < n && ph->keys[hi].kh8 == k8)
@@ -415,16 +514,38 @@ record_len(const qm_shard *s, const qm_entry *e)
     return 5 + (size_t)e->payload_len + QM_PROOF_PATH_LEN(s->tree.max_level - 12);
 }
 
+static qm_proof_cache *
+cache_get(const qm_proof_ctx *ctx)
+{
+    if (!*ctx->cache)
+        *ctx->cache = calloc(1, sizeof(qm_proof_cache));
+    return *ctx->cache;
+}
+
+/* A failure of a cache that came from sXX.hist may be the file's fault: ignore the file from
+ * now on and rebuild the cache by the scan (true: try again). */
+static bool
+ph_distrust(qm_proof_cache *c, ph_shard *ph, int rc)
+{
+    if (rc != QMDB_CORRUPT || !ph->from_file)
+        return false;
+    ph->built = ph->from_file = false;
+    ph->no_file = true;
+    c->ignored++;
+    return true;
+}
+
 int
 qm_proof_hist(const qm_proof_ctx *ctx, unsigned shard, qm_hist_view *v)
 {
-    if (!*ctx->cache) {
-        *ctx->cache = calloc(1, sizeof(qm_proof_cache));
-        if (!*ctx->cache)
-            return -ENOMEM;
-    }
-    ph_shard *ph = &(*ctx->cache)->sh[shard];
-    QM_RET(ph_update(&ctx->shards[shard], ph));
+    qm_proof_cache *c = cache_get(ctx);
+    if (!c)
+        return -ENOMEM;
+    ph_shard *ph = &c->sh[shard];
+    int rc = ph_update(ctx, c, &ctx->shards[shard], ph);
+    if (rc && ph_distrust(c, ph, rc))
+        rc = ph_update(ctx, c, &ctx->shards[shard], ph);
+    QM_RET(rc);
     v->base = ph->base;
     v->upto = ph->upto;
     v->pos = ph->pos;
@@ -437,18 +558,57 @@ int
 qm_prove_find(const qm_proof_ctx *ctx, const u8 kh[32], const void *key, size_t klen, u64 height,
               qm_proof_pick *f)
 {
-    qm_shard *s = &ctx->shards[qm_shard_of(kh)];
+    unsigned k = qm_shard_of(kh);
+    qm_shard *s = &ctx->shards[k];
     f->kind = QM_PROOF_PRESENT;
     f->live = QM_PROOF_ACTIVE;
     if (height == ctx->height)
         return find_latest(s, kh, key, klen, &f->eb, f);
-    if (!*ctx->cache) {
-        *ctx->cache = calloc(1, sizeof(qm_proof_cache));
-        if (!*ctx->cache)
-            return -ENOMEM;
+    qm_proof_cache *c = cache_get(ctx);
+    if (!c)
+        return -ENOMEM;
+    int rc = find_hist(ctx, c, s, &c->sh[k], height, kh, key, klen, &f->eb, &f->db, f);
+    if (rc && ph_distrust(c, &c->sh[k], rc))
+        rc = find_hist(ctx, c, s, &c->sh[k], height, kh, key, klen, &f->eb, &f->db, f);
+    return rc;
+}
+
+int
+qm_proof_cache_save(const qm_proof_ctx *ctx)
+{
+    qm_proof_cache *c = *ctx->cache;
+    if (!c || !ctx->dir || !ctx->root_at)
+        return 0;
+    int first = 0;
+    for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
+        ph_shard *ph = &c->sh[i];
+        if (!ph->built || ph_update(ctx, c, &ctx->shards[i], ph) != 0 || ph->upto == ph->base)
+            continue;
+        if (ph->from_file && ph->file_upto == ph->upto && ph->file_first_twig == ph->first_twig)
+            continue; /* the file holds exactly this */
+        qm_hist_hdr h = {.shard = i,
+                         .height = ph->height,
+                         .first_twig = ph->first_twig,
+                         .base = ph->base,
+                         .upto = ph->upto,
+                         .scan_pos = ph->scan_pos};
+        int rc = ctx->root_at(ctx->root_arg, ph->height, h.root);
+        if (!rc) {
+            qm_hist_arrays a = {ph->pos, ph->verh, ph->deact, ph->keys};
+            rc = qm_hist_file_write(ctx->dir, &h, &a, ctx->err);
+        }
+        if (rc && !first)
+            first = rc;
     }
-    return find_hist(s, &(*ctx->cache)->sh[qm_shard_of(kh)], height, kh, key, klen, &f->eb, &f->db,
-                     f);
+    return first;
+}
+
+void
+qm_proof_cache_counts(const qm_proof_cache *c, u64 *loaded, u64 *ignored, u64 *scanned)
+{
+    *loaded = c ? c->loaded : 0;
+    *ignored = c ? c->ignored : 0;
+    *scanned = c ? c->scanned : 0;
 }
 
 int

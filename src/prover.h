@@ -9,6 +9,7 @@
 #define QM_PROVER_H
 
 #include "entry.h"
+#include "histfile.h"
 #include "proof_fmt.h"
 #include "qm_internal.h"
 #include "shard.h"
@@ -21,6 +22,10 @@ typedef struct qm_proof_ctx {
     u64 height;              /* latest committed height */
     qm_err *err;
     qm_proof_cache **cache; /* lazily built history cache owned by the handle */
+    const char *dir;        /* the database directory (sXX.hist); NULL: no file */
+    /* The committed state root of a height (ROOTS), for checking sXX.hist; NULL: no file. */
+    int (*root_at)(void *arg, u64 height, u8 out[32]);
+    void *root_arg;
 } qm_proof_ctx;
 
 /* Builds the proof of key at height (UINT64_MAX: the latest) into a malloc'd *out (qmdb.h:
@@ -49,10 +54,6 @@ QM_HIDDEN int qm_prove_many(const qm_proof_ctx *ctx, const void *const *keys, co
  * SN in [base, upto) its entry-log position and the SN that deactivated it (UINT64_MAX:
  * none); keys[0 .. upto - base) all those SNs sorted by (first 8 key-hash bytes, SN). Valid
  * until the next commit or cache call. */
-typedef struct qm_hist_key {
-    u64 kh8; /* first 8 key-hash bytes, big-endian (sorts like the hash) */
-    u64 sn;
-} qm_hist_key;
 typedef struct qm_hist_view {
     u64 base, upto;
     const u64 *pos, *deact;
@@ -69,6 +70,14 @@ QM_HIDDEN int qm_witness_build(const qm_proof_ctx *ctx, u64 height, const struct
                                const struct qm_states_rec *post, const qm_params *par,
                                u64 prune_max, const u8 pre_root[32], const qmdb_block_op *ops,
                                size_t nops, u8 **out, size_t *outlen);
+/* Writes sXX.hist (histfile.h) for every shard whose history cache is built, after bringing
+ * it up to the latest committed entries; skips a shard whose file already holds exactly its
+ * cache. Every applied block must be durable. 0 or the first error (the other shards are
+ * still written). */
+QM_HIDDEN int qm_proof_cache_save(const qm_proof_ctx *ctx);
+/* Since the cache was made: shards loaded from sXX.hist, files ignored, entries scanned. */
+QM_HIDDEN void qm_proof_cache_counts(const qm_proof_cache *c, u64 *loaded, u64 *ignored,
+                                     u64 *scanned);
 /* Frees the history cache (NULL allowed). */
 QM_HIDDEN void qm_proof_cache_free(qm_proof_cache *c);
 
