@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * histfile.c -- the history cache file `sXX.hist` (layout: histfile.h, docs/FORMAT.md): header
- * codec, the body's checks, and the file's atomic write and read. What the file must match in
- * the database (shard state, ROOTS) is checked by its user, proof.c.
+ * codec, the mapped reader with its per-chunk CRC checks, and the streaming atomic writer.
+ * What the file must match in the database (shard state, ROOTS) and what its values must
+ * satisfy is checked by its user, proof.c.
  *
  * Thread: the handle's writer (proofs and close).
  */
@@ -16,9 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define HF_MAGIC "QMDBHIST"
-#define HF_MAX_SN (1ull << 48) /* SNs are far below; bounds every length computed here */
+#define HF_MAX_SN (1ull << 40) /* SNs are far below; bounds every length computed here */
 
 void
 qm_hist_hdr_encode(const qm_hist_hdr *h, u8 out[QM_HIST_HDR])
@@ -34,7 +37,7 @@ qm_hist_hdr_encode(const qm_hist_hdr *h, u8 out[QM_HIST_HDR])
     qm_put_u64le(out + 72, h->upto);
     qm_put_u64le(out + 80, h->scan_pos);
     qm_put_u64le(out + 88, (h->upto - h->base) * QM_HIST_PER_SN);
-    qm_put_u32le(out + 96, h->body_crc);
+    qm_put_u32le(out + 96, h->table_crc);
     qm_put_u32le(out + 124, qm_crc32c(0, out, 124));
 }
 
@@ -59,176 +62,206 @@ qm_hist_hdr_decode(const u8 *buf, size_t len, qm_hist_hdr *h)
     h->upto = qm_get_u64le(buf + 72);
     h->scan_pos = qm_get_u64le(buf + 80);
     u64 blen = qm_get_u64le(buf + 88);
-    h->body_crc = qm_get_u32le(buf + 96);
+    h->table_crc = qm_get_u32le(buf + 96);
     if (h->shard >= QM_SHARD_COUNT || h->first_twig >= (HF_MAX_SN >> QM_TWIG_SHIFT) ||
         h->base != h->first_twig << QM_TWIG_SHIFT || h->upto < h->base || h->upto > HF_MAX_SN ||
-        blen != (h->upto - h->base) * QM_HIST_PER_SN || h->scan_pos > HF_MAX_SN * 64)
+        blen != (h->upto - h->base) * QM_HIST_PER_SN)
         return QMDB_CORRUPT;
     return 0;
 }
 
-/* The body's sections as stored are little-endian; on a big-endian host swap them. */
-static void
-hf_to_host(u64 *p, u64 n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    for (u64 i = 0; i < n; i++)
-        p[i] = __builtin_bswap64(p[i]);
-#else
-    (void)p;
-    (void)n;
-#endif
-}
-
 int
-qm_hist_body_accept(const qm_hist_hdr *h, qm_hist_arrays *a)
+qm_hist_map_init(qm_hist_map *m, const u8 *p, size_t len)
 {
-    u64 n = h->upto - h->base;
-    u32 crc = qm_crc32c(0, a->pos, n * 8);
-    crc = qm_crc32c(crc, a->verh, n * 8);
-    crc = qm_crc32c(crc, a->deact, n * 8);
-    crc = qm_crc32c(crc, a->keys, n * 16);
-    if (crc != h->body_crc)
+    memset(m, 0, sizeof(*m));
+    QM_RET(qm_hist_hdr_decode(p, len, &m->h));
+    m->n = m->h.upto - m->h.base;
+    m->nchunks = qm_hist_chunks(m->n);
+    u64 tab = QM_HIST_HDR + m->n * QM_HIST_PER_SN;
+    if (len != tab + 4 * m->nchunks)
         return QMDB_CORRUPT;
-    hf_to_host(a->pos, n);
-    hf_to_host(a->verh, n);
-    hf_to_host(a->deact, n);
-    hf_to_host((u64 *)a->keys, 2 * n);
-    for (u64 i = 0; i < n; i++) {
-        if ((i > 0 && a->pos[i] <= a->pos[i - 1]) || a->pos[i] >= h->scan_pos)
-            return QMDB_CORRUPT;
-        u64 d = a->deact[i];
-        if (d != QM_HIST_NONE && (d <= h->base + i || d >= h->upto))
-            return QMDB_CORRUPT;
-    }
-    /* keys: strictly sorted, and every SN of the range exactly once. */
-    u8 *seen = calloc(n / 8 + 1, 1);
-    if (!seen)
+    if (qm_crc32c(0, p + tab, 4 * m->nchunks) != m->h.table_crc)
+        return QMDB_CORRUPT;
+    m->ok = calloc(m->nchunks / 8 + 1, 1);
+    if (!m->ok)
         return -ENOMEM;
-    int rc = 0;
-    for (u64 i = 0; i < n && !rc; i++) {
-        const qm_hist_key *k = &a->keys[i];
-        if (k->sn < h->base || k->sn >= h->upto)
-            rc = QMDB_CORRUPT;
-        else if (i > 0 && (k->kh8 < k[-1].kh8 || (k->kh8 == k[-1].kh8 && k->sn <= k[-1].sn)))
-            rc = QMDB_CORRUPT;
-        else {
-            u64 j = k->sn - h->base;
-            if (seen[j >> 3] & (1u << (j & 7)))
-                rc = QMDB_CORRUPT;
-            seen[j >> 3] |= (u8)(1u << (j & 7));
-        }
-    }
-    free(seen);
-    return rc;
+    m->p = p;
+    m->len = len;
+    return 0;
 }
 
-static void
-hf_path(char *out, size_t cap, const char *dir, unsigned shard, const char *suffix)
+const u8 *
+qm_hist_body(qm_hist_map *m, u64 off, size_t len)
 {
-    snprintf(out, cap, "%s/s%02x.hist%s", dir, shard, suffix);
+    u64 blen = m->n * QM_HIST_PER_SN;
+    if (m->bad || len == 0 || off > blen || len > blen - off) {
+        m->bad = true;
+        return NULL;
+    }
+    const u8 *body = m->p + QM_HIST_HDR, *tab = body + blen;
+    for (u64 c = off / QM_HIST_CHUNK; c <= (off + len - 1) / QM_HIST_CHUNK; c++) {
+        if (m->ok[c >> 3] & (1u << (c & 7)))
+            continue;
+        u64 start = c * QM_HIST_CHUNK, clen = QM_MIN((u64)QM_HIST_CHUNK, blen - start);
+        if (qm_crc32c(0, body + start, clen) != qm_get_u32le(tab + 4 * c)) {
+            m->bad = true;
+            return NULL;
+        }
+        m->ok[c >> 3] |= (u8)(1u << (c & 7));
+    }
+    return body + off;
 }
 
 int
-qm_hist_file_open(const char *dir, unsigned shard, int *fd, qm_hist_hdr *h)
+qm_hist_map_open(const char *dir, unsigned shard, qm_hist_map *m)
 {
+    memset(m, 0, sizeof(*m));
     const qm_io *io = qm_io_get();
     char path[4096];
-    hf_path(path, sizeof(path), dir, shard, "");
-    int f = io->open(path, O_RDONLY | O_CLOEXEC, 0);
-    if (f < 0)
-        return f;
-    u8 buf[QM_HIST_HDR];
+    snprintf(path, sizeof(path), "%s/s%02x.hist", dir, shard);
+    int fd = io->open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return fd;
     u64 size = 0;
-    int rc = io->fsize(f, &size);
-    if (!rc)
-        rc = size < QM_HIST_HDR ? QMDB_CORRUPT : qm_io_pread_full(f, buf, QM_HIST_HDR, 0);
-    if (!rc)
-        rc = qm_hist_hdr_decode(buf, QM_HIST_HDR, h);
-    if (!rc && (h->shard != shard || size != QM_HIST_HDR + (h->upto - h->base) * QM_HIST_PER_SN))
+    int rc = io->fsize(fd, &size);
+    if (!rc && (size < QM_HIST_HDR || size > HF_MAX_SN * 64))
+        rc = QMDB_CORRUPT;
+    void *p = MAP_FAILED;
+    if (!rc) {
+        p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED)
+            rc = -errno;
+    }
+    io->close(fd);
+    QM_RET(rc);
+    rc = qm_hist_map_init(m, p, size);
+    if (!rc && m->h.shard != shard)
         rc = QMDB_CORRUPT;
     if (rc) {
-        io->close(f);
+        free(m->ok);
+        munmap(p, size);
+        memset(m, 0, sizeof(*m));
         return rc;
     }
-    *fd = f;
+    m->mapped = true;
     return 0;
 }
 
-int
-qm_hist_file_read(int fd, const qm_hist_hdr *h, qm_hist_arrays *a)
+void
+qm_hist_map_close(qm_hist_map *m)
 {
-    u64 n = h->upto - h->base, off = QM_HIST_HDR;
-    int rc = qm_io_pread_full(fd, a->pos, n * 8, off);
-    if (!rc)
-        rc = qm_io_pread_full(fd, a->verh, n * 8, off += n * 8);
-    if (!rc)
-        rc = qm_io_pread_full(fd, a->deact, n * 8, off += n * 8);
-    if (!rc)
-        rc = qm_io_pread_full(fd, a->keys, n * 16, off += n * 8);
-    qm_io_get()->close(fd);
-    return rc ? rc : qm_hist_body_accept(h, a);
+    if (m->mapped)
+        munmap((void *)m->p, m->len);
+    free(m->ok);
+    memset(m, 0, sizeof(*m));
 }
 
-/* Writes n u64 of p at *off in little-endian through buf (cap u64), extending *crc. */
+/* ---- Writer ------------------------------------------------------------------------------- */
+
 static int
-hf_put(int fd, const u64 *p, u64 n, u64 *buf, u64 cap, u64 *off, u32 *crc)
+hw_table_add(qm_hist_writer *w, u32 crc)
 {
-    while (n > 0) {
-        u64 k = QM_MIN(n, cap);
-        for (u64 i = 0; i < k; i++)
-            qm_put_u64le((u8 *)(buf + i), p[i]);
-        *crc = qm_crc32c(*crc, buf, k * 8);
-        QM_RET(qm_io_pwrite_full(fd, buf, k * 8, *off));
-        *off += k * 8;
-        p += k;
-        n -= k;
+    if (w->nt == w->cap) {
+        u64 cap = w->cap ? 2 * w->cap : 64;
+        u32 *t = realloc(w->table, cap * 4);
+        if (!t)
+            return -ENOMEM;
+        w->table = t;
+        w->cap = cap;
     }
+    w->table[w->nt++] = crc;
+    return 0;
+}
+
+/* Writes the buffered values (little-endian) and extends the chunk CRCs. */
+static int
+hw_flush(qm_hist_writer *w)
+{
+    u8 *b = (u8 *)w->buf;
+    size_t len = (size_t)w->nbuf * 8;
+    for (unsigned i = 0; i < w->nbuf; i++)
+        qm_put_u64le(b + 8 * i, w->buf[i]);
+    for (size_t done = 0; done < len;) {
+        size_t k = (size_t)QM_MIN((u64)(len - done), QM_HIST_CHUNK - w->cfill);
+        w->ccrc = qm_crc32c(w->ccrc, b + done, k);
+        w->cfill += k;
+        done += k;
+        if (w->cfill == QM_HIST_CHUNK) {
+            QM_RET(hw_table_add(w, w->ccrc));
+            w->ccrc = 0;
+            w->cfill = 0;
+        }
+    }
+    QM_RET(qm_io_pwrite_full(w->fd, b, len, w->off));
+    w->off += len;
+    w->nbuf = 0;
     return 0;
 }
 
 int
-qm_hist_file_write(const char *dir, const qm_hist_hdr *h0, const qm_hist_arrays *a, qm_err *err)
+qm_hist_writer_open(qm_hist_writer *w, const char *dir, unsigned shard)
+{
+    memset(w, 0, sizeof(*w));
+    snprintf(w->tmp, sizeof(w->tmp), "%s/s%02x.hist.tmp", dir, shard);
+    snprintf(w->path, sizeof(w->path), "%s/s%02x.hist", dir, shard);
+    w->off = QM_HIST_HDR;
+    w->fd = qm_io_get()->open(w->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    return w->fd < 0 ? w->fd : 0;
+}
+
+int
+qm_hist_writer_put(qm_hist_writer *w, u64 v)
+{
+    w->buf[w->nbuf++] = v;
+    return w->nbuf == QM_ARRAY_LEN(w->buf) ? hw_flush(w) : 0;
+}
+
+int
+qm_hist_writer_finish(qm_hist_writer *w, const qm_hist_hdr *h0, const char *dir, bool ok,
+                      qm_err *err)
 {
     const qm_io *io = qm_io_get();
-    char tmp[4096], path[4096];
-    hf_path(tmp, sizeof(tmp), dir, h0->shard, ".tmp");
-    hf_path(path, sizeof(path), dir, h0->shard, "");
-    u64 n = h0->upto - h0->base, cap = 8192, off = QM_HIST_HDR;
-    u64 *buf = malloc(cap * 8);
-    if (!buf)
-        return -ENOMEM;
-    int fd = io->open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        free(buf);
-        return qm_err_set(err, fd, "%s: %s", tmp, qmdb_strerror(fd));
-    }
+    int rc = ok ? 0 : -EINVAL;
+    if (!rc)
+        rc = hw_flush(w);
+    if (!rc && w->cfill > 0)
+        rc = hw_table_add(w, w->ccrc);
     qm_hist_hdr h = *h0;
-    u32 crc = 0;
-    int rc = hf_put(fd, a->pos, n, buf, cap, &off, &crc);
-    if (!rc)
-        rc = hf_put(fd, a->verh, n, buf, cap, &off, &crc);
-    if (!rc)
-        rc = hf_put(fd, a->deact, n, buf, cap, &off, &crc);
-    if (!rc)
-        rc = hf_put(fd, (const u64 *)a->keys, 2 * n, buf, cap, &off, &crc);
+    if (!rc && w->off != QM_HIST_HDR + (h.upto - h.base) * QM_HIST_PER_SN)
+        rc = -EINVAL; /* the caller put a wrong number of values */
+    if (!rc && w->nt != qm_hist_chunks(h.upto - h.base))
+        rc = -EINVAL;
     if (!rc) {
-        h.body_crc = crc;
+        u8 *t = malloc(4 * w->nt + 1);
+        if (!t)
+            rc = -ENOMEM;
+        for (u64 i = 0; !rc && i < w->nt; i++)
+            qm_put_u32le(t + 4 * i, w->table[i]);
+        if (!rc) {
+            h.table_crc = qm_crc32c(0, t, 4 * w->nt);
+            rc = qm_io_pwrite_full(w->fd, t, 4 * w->nt, w->off);
+        }
+        free(t);
+    }
+    if (!rc) {
         u8 hdr[QM_HIST_HDR];
         qm_hist_hdr_encode(&h, hdr);
-        rc = qm_io_pwrite_full(fd, hdr, QM_HIST_HDR, 0);
+        rc = qm_io_pwrite_full(w->fd, hdr, QM_HIST_HDR, 0);
     }
     if (!rc)
-        rc = io->fsync(fd);
-    io->close(fd);
-    free(buf);
+        rc = io->fsync(w->fd);
+    io->close(w->fd);
+    free(w->table);
+    w->table = NULL;
     if (!rc)
-        rc = io->rename(tmp, path);
+        rc = io->rename(w->tmp, w->path);
     if (!rc)
         rc = qm_io_fsync_dir(dir);
     if (rc) {
-        io->unlink(tmp);
-        return qm_err_set(err, rc, "%s: writing the history cache: %s", path, qmdb_strerror(rc));
+        io->unlink(w->tmp);
+        if (ok)
+            return qm_err_set(err, rc, "%s: writing the history cache: %s", w->path,
+                              qmdb_strerror(rc));
     }
-    return 0;
+    return rc;
 }

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fuzz_histfile.c -- fuzz target for the history cache file sXX.hist (src/histfile.c): the
- * input is a whole file. Its header goes through qm_hist_hdr_decode and, when the size fits,
- * its body through qm_hist_body_accept; then again with both CRCs patched in, so the fuzzer
- * reaches the field and structure checks behind them. Properties: a decoded header re-encodes
- * to the same 128 bytes; an accepted body holds what the format promises (positions strictly
- * increasing below scan_pos, deactivators after their SN and below upto, keys strictly sorted
- * and naming every SN of the range once).
+ * fuzz_histfile.c -- fuzz target for the reader of the history cache file sXX.hist
+ * (src/histfile.c): the input is a whole file. It goes through qm_hist_map_init (header,
+ * size, chunk table) and then every chunk through qm_hist_body (its CRC); then again with
+ * the chunk table, the table CRC and the header CRC patched in, so the fuzzer reaches the
+ * checks behind them. Properties: a decoded header re-encodes to the same 128 bytes; a body
+ * range is only returned inside the file's body, and only when every chunk it touches
+ * matches its CRC in the table; after a failed chunk nothing more is returned.
  */
 #include "codec.h"
 #include "fuzz.h"
@@ -15,54 +15,31 @@
 #include <string.h>
 
 static void
-check_body(const qm_hist_hdr *h, const qm_hist_arrays *a)
-{
-    u64 n = h->upto - h->base;
-    u64 sum = 0, want = 0;
-    for (u64 i = 0; i < n; i++) {
-        FUZZ_ASSERT(a->pos[i] < h->scan_pos && (i == 0 || a->pos[i] > a->pos[i - 1]));
-        FUZZ_ASSERT(a->deact[i] == QM_HIST_NONE ||
-                    (a->deact[i] > h->base + i && a->deact[i] < h->upto));
-        FUZZ_ASSERT(a->keys[i].sn >= h->base && a->keys[i].sn < h->upto);
-        if (i > 0)
-            FUZZ_ASSERT(
-                a->keys[i - 1].kh8 < a->keys[i].kh8 ||
-                (a->keys[i - 1].kh8 == a->keys[i].kh8 && a->keys[i - 1].sn < a->keys[i].sn));
-        sum += a->keys[i].sn - h->base;
-        want += i;
-    }
-    FUZZ_ASSERT(sum == want); /* with uniqueness (checked by accept): every SN once */
-}
-
-/* Decodes the file image d; returns 1 if the body was accepted. */
-static int
 try_file(const u8 *d, size_t size)
 {
-    qm_hist_hdr h;
-    if (qm_hist_hdr_decode(d, size, &h) != 0)
-        return 0;
+    qm_hist_map m;
+    if (qm_hist_map_init(&m, d, size) != 0)
+        return;
     u8 again[QM_HIST_HDR];
-    qm_hist_hdr_encode(&h, again);
+    qm_hist_hdr_encode(&m.h, again);
     FUZZ_ASSERT(memcmp(again, d, QM_HIST_HDR) == 0);
-    u64 n = h.upto - h.base;
-    if (size != QM_HIST_HDR + n * QM_HIST_PER_SN)
-        return 0;
-    qm_hist_arrays a = {malloc(n * 8 + 1), malloc(n * 8 + 1), malloc(n * 8 + 1),
-                        malloc(n * 16 + 1)};
-    FUZZ_ASSERT(a.pos && a.verh && a.deact && a.keys);
-    const u8 *b = d + QM_HIST_HDR;
-    memcpy(a.pos, b, n * 8);
-    memcpy(a.verh, b + n * 8, n * 8);
-    memcpy(a.deact, b + n * 16, n * 8);
-    memcpy(a.keys, b + n * 24, n * 16);
-    int ok = qm_hist_body_accept(&h, &a) == 0;
-    if (ok)
-        check_body(&h, &a);
-    free(a.pos);
-    free(a.verh);
-    free(a.deact);
-    free(a.keys);
-    return ok;
+    u64 blen = m.n * QM_HIST_PER_SN;
+    const u8 *tab = d + QM_HIST_HDR + blen;
+    bool failed = false;
+    for (u64 c = 0; c < m.nchunks; c++) {
+        u64 off = c * QM_HIST_CHUNK, len = QM_MIN((u64)QM_HIST_CHUNK, blen - off);
+        const u8 *p = qm_hist_body(&m, off, (size_t)len);
+        if (!p) {
+            failed = true;
+            continue;
+        }
+        FUZZ_ASSERT(!failed);
+        FUZZ_ASSERT(p == d + QM_HIST_HDR + off);
+        FUZZ_ASSERT(qm_crc32c(0, p, len) == qm_get_u32le(tab + 4 * c));
+    }
+    /* Ranges past the body are never served. */
+    FUZZ_ASSERT(qm_hist_body(&m, blen, 8) == NULL);
+    free(m.ok);
 }
 
 int
@@ -74,7 +51,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     u8 *copy = malloc(size);
     FUZZ_ASSERT(copy);
     memcpy(copy, data, size);
-    qm_put_u32le(copy + 96, qm_crc32c(0, copy + QM_HIST_HDR, size - QM_HIST_HDR));
+    u64 n = (qm_get_u64le(copy + 72) - qm_get_u64le(copy + 64)), blen = n * QM_HIST_PER_SN;
+    u64 c = qm_hist_chunks(n);
+    if (n < (1u << 24) && QM_HIST_HDR + blen + 4 * c == size) {
+        u8 *tab = copy + QM_HIST_HDR + blen;
+        for (u64 i = 0; i < c; i++) {
+            u64 off = i * QM_HIST_CHUNK;
+            qm_put_u32le(tab + 4 * i, qm_crc32c(0, copy + QM_HIST_HDR + off,
+                                                QM_MIN((u64)QM_HIST_CHUNK, blen - off)));
+        }
+        qm_put_u32le(copy + 96, qm_crc32c(0, tab, 4 * c));
+    }
     qm_put_u32le(copy + 124, qm_crc32c(0, copy, 124));
     try_file(copy, size);
     free(copy);
