@@ -112,6 +112,17 @@ qm_hist_body(qm_hist_map *m, u64 off, size_t len)
     return body + off;
 }
 
+/* Whether the file may be mapped: not under a test I/O layer (it must see every read) and not
+ * when QMDB_NO_MMAP=1; the file is then read into memory whole (as by hpfile.c's rule). */
+static bool
+hf_map_allowed(void)
+{
+    const char *env = getenv("QMDB_NO_MMAP");
+    if (env && env[0] && strcmp(env, "0") != 0)
+        return false;
+    return qm_io_get() == qm_io_posix() && SIZE_MAX > UINT32_MAX;
+}
+
 int
 qm_hist_map_open(const char *dir, unsigned shard, qm_hist_map *m)
 {
@@ -124,26 +135,34 @@ qm_hist_map_open(const char *dir, unsigned shard, qm_hist_map *m)
         return fd;
     u64 size = 0;
     int rc = io->fsize(fd, &size);
-    if (!rc && (size < QM_HIST_HDR || size > HF_MAX_SN * 64))
+    if (!rc && (size < QM_HIST_HDR || size > HF_MAX_SN * 64 || size > SIZE_MAX))
         rc = QMDB_CORRUPT;
-    void *p = MAP_FAILED;
-    if (!rc) {
+    bool map = hf_map_allowed();
+    void *p = map ? MAP_FAILED : NULL;
+    if (!rc && map) {
         p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
         if (p == MAP_FAILED)
             rc = -errno;
+    } else if (!rc) {
+        p = malloc(size);
+        rc = p ? qm_io_pread_full(fd, p, size, 0) : -ENOMEM;
     }
     io->close(fd);
-    QM_RET(rc);
-    rc = qm_hist_map_init(m, p, size);
+    if (!rc)
+        rc = qm_hist_map_init(m, p, size);
     if (!rc && m->h.shard != shard)
         rc = QMDB_CORRUPT;
     if (rc) {
         free(m->ok);
-        munmap(p, size);
+        if (map && p != MAP_FAILED)
+            munmap(p, size);
+        else if (!map)
+            free(p);
         memset(m, 0, sizeof(*m));
         return rc;
     }
-    m->mapped = true;
+    m->mapped = map;
+    m->owned = !map;
     return 0;
 }
 
@@ -152,6 +171,8 @@ qm_hist_map_close(qm_hist_map *m)
 {
     if (m->mapped)
         munmap((void *)m->p, m->len);
+    else if (m->owned)
+        free((void *)m->p);
     free(m->ok);
     memset(m, 0, sizeof(*m));
 }

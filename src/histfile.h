@@ -91,14 +91,16 @@ typedef struct qm_hist_map {
     u64 n, nchunks;
     u8 *ok;      /* chunks whose CRC was checked */
     bool bad;    /* a chunk failed its CRC */
-    bool mapped; /* p is an mmap of len bytes (else the caller owns it) */
+    bool mapped; /* p is an mmap of len bytes */
+    bool owned;  /* p is a malloc'd copy (no mapping allowed); else the caller owns it */
 } qm_hist_map;
 
 /* Checks file image p (len bytes) as far as the header, size and chunk table go, into m. */
 QM_HIDDEN int qm_hist_map_init(qm_hist_map *m, const u8 *p, size_t len);
 /* The body bytes [off, off + len), once their chunks' CRCs hold; NULL (and m->bad) if not. */
 QM_HIDDEN const u8 *qm_hist_body(qm_hist_map *m, u64 off, size_t len);
-/* Maps dir/sXX.hist read-only and checks it as qm_hist_map_init does. -ENOENT if absent. */
+/* Maps dir/sXX.hist read-only (or, under a test I/O layer or QMDB_NO_MMAP=1, reads it whole)
+ * and checks it as qm_hist_map_init does. -ENOENT if absent. */
 QM_HIDDEN int qm_hist_map_open(const char *dir, unsigned shard, qm_hist_map *m);
 QM_HIDDEN void qm_hist_map_close(qm_hist_map *m);
 
