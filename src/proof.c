@@ -62,7 +62,7 @@ find_latest(qm_shard *s, const u8 kh[32], const u8 *key, size_t klen, qm_ebuf *e
     u64 best_pos = 0;
     bool have = false;
     for (size_t i = 0; i < n; i++) {
-        QM_RET(qm_shard_read_entry(s, cand[i], eb, &f->e));
+        QM_RET(qm_shard_read_entry_client(s, cand[i], eb, &f->e));
         u8 pkh[32];
         qm_entry_key_hash(f->e.key, f->e.klen, f->e.vlen, pkh);
         if (memcmp(pkh, kh, 32) < 0 && (!have || memcmp(pkh, best, 32) > 0)) {
@@ -73,7 +73,7 @@ find_latest(qm_shard *s, const u8 kh[32], const u8 *key, size_t klen, qm_ebuf *e
     }
     if (!have)
         return QM_CORRUPT(s->err, "shard %u: no live predecessor in the index", s->id);
-    QM_RET(qm_shard_read_entry(s, best_pos, eb, &f->e));
+    QM_RET(qm_shard_read_entry_client(s, best_pos, eb, &f->e));
     if (memcmp(kh, f->e.next_key_hash, 32) >= 0)
         return QM_CORRUPT(s->err,
                           "shard %u: live predecessor at %" PRIu64 " does not cover the key", s->id,
@@ -94,7 +94,7 @@ ph_read(qm_shard *s, const qm_hist_view *v, u64 sn, qm_ebuf *b, qm_entry *e)
     u64 pos = qm_hist_pos(v, sn);
     if (qm_hist_bad(v))
         return ph_bad(s);
-    QM_RET(qm_shard_read_entry(s, pos, b, e));
+    QM_RET(qm_shard_read_entry_client(s, pos, b, e));
     if (e->sn != sn)
         return QM_CORRUPT(s->err, "shard %u: entry at %" PRIu64 " is not SN %" PRIu64, s->id, pos,
                           sn);
