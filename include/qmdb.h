@@ -478,7 +478,9 @@ QMDB_API int qmdb_check(const char *dir, qmdb_check_fn fn, void *arg, uint64_t *
  * Returns QMDB_NOTFOUND if height is above the latest, QMDB_PRUNED if the entries needed
  * lie in pruned twigs, QMDB_INVALID for a bad key.
  * Cost: a proof about the latest height reads a few entries and 12 twig-file nodes; the first
- * historical proof on a shard after a commit scans that shard's new log tail (see PROOFS.md).
+ * historical proof on a shard after a commit scans that shard's new log tail; the first after
+ * an open maps the shard's history cache file sXX.hist that a clean close wrote, or without
+ * a usable one scans the shard's whole unpruned log (see PROOFS.md).
  */
 QMDB_API int qmdb_prove(qmdb_db *db, const void *key, size_t klen, uint64_t height, uint8_t **out,
                         size_t *outlen);

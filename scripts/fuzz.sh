@@ -3,7 +3,7 @@
 # into build/fuzz/ and fuzzes it for SECONDS, starting from the checked-in corpus
 # tests/fuzz/corpus/TARGET (new inputs go to build/fuzz/corpus-TARGET; crashes to
 # build/fuzz/crash-TARGET-*). Targets: entry, meta, twigfile, script, proof_verify,
-# mproof_verify, witness_verify, hix, chunk_verify, manifest.
+# mproof_verify, witness_verify, hix, chunk_verify, manifest, histfile.
 # Not part of CI; CI replays the corpora (ctest -L fuzz-replay).
 set -eu
 cd "$(dirname "$0")/.."

@@ -92,6 +92,10 @@ db_set_fatal(qmdb_db *db)
     __atomic_store_n(&db->state, DB_FATAL, __ATOMIC_RELEASE);
 }
 
+/* db_read.c */
+/* The prover's view of the handle (every submitted block durable: db_drain first). */
+QM_HIDDEN void db_proof_ctx(qmdb_db *db, qm_proof_ctx *ctx);
+
 /* db.c */
 /* The worker pool for shard jobs (io: the fsync pool); NULL runs them inline. */
 QM_HIDDEN qm_pool *db_pool(qmdb_db *db, bool io);

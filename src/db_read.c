@@ -200,6 +200,24 @@ qmdb_stat(qmdb_db *db, qmdb_stats *st)
 
 /* ---- Proofs: the prover's view of the handle (prover.h) --------------------------------- */
 
+static int
+proof_root_at(void *arg, u64 height, u8 out[32])
+{
+    return db_root(arg, height, out);
+}
+
+void
+db_proof_ctx(qmdb_db *db, qm_proof_ctx *ctx)
+{
+    *ctx = (qm_proof_ctx){.shards = db->shard,
+                          .height = db->meta.height,
+                          .err = &db->err,
+                          .cache = &db->proof_cache,
+                          .dir = db->dir,
+                          .root_at = proof_root_at,
+                          .root_arg = db};
+}
+
 int
 qmdb_prove(qmdb_db *db, const void *key, size_t klen, uint64_t height, uint8_t **out,
            size_t *outlen)
@@ -211,7 +229,8 @@ qmdb_prove(qmdb_db *db, const void *key, size_t klen, uint64_t height, uint8_t *
     if (db_fatal(db))
         return QMDB_PANIC;
     QM_RET(db_drain(db));
-    qm_proof_ctx ctx = {db->shard, db->meta.height, &db->err, &db->proof_cache};
+    qm_proof_ctx ctx;
+    db_proof_ctx(db, &ctx);
     return qm_prove(&ctx, key, klen, height, out, outlen);
 }
 
@@ -229,7 +248,8 @@ qmdb_prove_many(qmdb_db *db, const void *const *keys, const size_t *klens, size_
     if (db_fatal(db))
         return QMDB_PANIC;
     QM_RET(db_drain(db));
-    qm_proof_ctx ctx = {db->shard, db->meta.height, &db->err, &db->proof_cache};
+    qm_proof_ctx ctx;
+    db_proof_ctx(db, &ctx);
     return qm_prove_many(&ctx, keys, klens, nkeys, height, out, outlen);
 }
 
@@ -262,7 +282,8 @@ qmdb_witness(qmdb_db *db, uint64_t height, const qmdb_block_op *ops, size_t nops
     QM_RET(rc);
     u8 pre_root[32];
     QM_RET(db_root(db, height - 1, pre_root));
-    qm_proof_ctx ctx = {db->shard, db->meta.height, &db->err, &db->proof_cache};
+    qm_proof_ctx ctx;
+    db_proof_ctx(db, &ctx);
     return qm_witness_build(&ctx, height, &pre, &post, &db->par, db->prune_max, pre_root, ops, nops,
                             out, outlen);
 }

@@ -11,17 +11,17 @@
  *    tree keeps every sibling that the path of an unpruned twig needs (merkle.h);
  *  - global peers: the 16 shard roots.
  *
- * Historical proofs use a per-shard history cache, built lazily on the first historical
- * proof and extended incrementally (only the new log tail is scanned) when later commits
- * added entries; rebuilt when twigs were pruned. Per unpruned SN it keeps the entry's file
- * position, version height, and the SN that deactivated it; plus all SNs sorted by the first
- * 8 key-hash bytes. 40 bytes per unpruned entry of the shards that served historical proofs.
+ * Historical proofs read the per-shard history cache (pcache.c: per unpruned SN its entry's
+ * position, version height and deactivating SN, and all SNs in key-hash order), built on the
+ * first historical proof on a shard from the file sXX.hist that a clean close wrote or from a
+ * scan of the log, then extended by the log appended since.
  *
  * Thread: the handle's writer (one at a time), through qmdb_prove (db_read.c).
  */
 #include "codec.h"
 #include "entry.h"
 #include "hash.h"
+#include "histfile.h"
 #include "prover.h"
 #include "shard.h"
 #include "twigfile.h"
@@ -30,182 +30,6 @@
 #include <stdlib.h>
 
 #define PH_NONE UINT64_MAX
-
-/* ---- History cache ---------------------------------------------------------------------- */
-
-typedef qm_hist_key ph_key;
-
-typedef struct ph_shard {
-    bool built;
-    u64 first_twig; /* tree.first_twig when (re)built */
-    u64 base;       /* first SN covered */
-    u64 upto;       /* SNs [base, upto) are scanned */
-    u64 scan_pos;   /* entry-log offset of SN upto */
-    u64 cap;
-    u64 *pos, *verh, *deact; /* index sn - base */
-    ph_key *keys;            /* sorted by (kh8, sn) */
-} ph_shard;
-
-struct qm_proof_cache {
-    ph_shard sh[QM_SHARD_COUNT];
-};
-
-void
-qm_proof_cache_free(qm_proof_cache *c)
-{
-    if (!c)
-        return;
-    for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
-        free(c->sh[i].pos);
-        free(c->sh[i].verh);
-        free(c->sh[i].deact);
-        free(c->sh[i].keys);
-    }
-    free(c);
-}
-
-static u64
-kh8_of(const u8 kh[32])
-{
-    u64 v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | kh[i];
-    return v;
-}
-
-static int
-key_cmp(const void *a, const void *b)
-{
-    const ph_key *x = a, *y = b;
-    if (x->kh8 != y->kh8)
-        return x->kh8 < y->kh8 ? -1 : 1;
-    return x->sn < y->sn ? -1 : x->sn > y->sn;
-}
-
-static int
-ph_reserve(ph_shard *ph, u64 n)
-{
-    if (n <= ph->cap)
-        return 0;
-    u64 cap = QM_MAX(n, ph->cap + ph->cap / 2 + 1024);
-    u64 *p = realloc(ph->pos, cap * sizeof(u64));
-    if (!p)
-        return -ENOMEM;
-    ph->pos = p;
-    p = realloc(ph->verh, cap * sizeof(u64));
-    if (!p)
-        return -ENOMEM;
-    ph->verh = p;
-    p = realloc(ph->deact, cap * sizeof(u64));
-    if (!p)
-        return -ENOMEM;
-    ph->deact = p;
-    ph_key *k = realloc(ph->keys, cap * sizeof(ph_key));
-    if (!k)
-        return -ENOMEM;
-    ph->keys = k;
-    ph->cap = cap;
-    return 0;
-}
-
-/* Brings the cache of shard s up to its latest committed entries. */
-static int
-ph_update(qm_shard *s, ph_shard *ph)
-{
-    qm_tree *t = &s->tree;
-    if (!ph->built || ph->first_twig != t->first_twig) {
-        ph->built = true;
-        ph->first_twig = t->first_twig;
-        ph->base = ph->upto = t->first_twig << QM_TWIG_SHIFT;
-        ph->scan_pos = s->entry_head;
-    }
-    if (ph->upto == t->next_sn)
-        return 0;
-    u64 base = ph->base, old = ph->upto - base, n = t->next_sn - base;
-    QM_RET(ph_reserve(ph, n));
-    qm_scan sc;
-    QM_RET(qm_scan_init(&sc, &s->entries, 1 << 20));
-    int rc = 0;
-    u64 pos = ph->scan_pos;
-    for (u64 sn = ph->upto; sn < t->next_sn; sn++) {
-        const u8 *p;
-        QM_TRY(qm_scan_get(&sc, pos, QM_ENTRY_FIXED + 3, &p));
-        u32 len = qm_entry_len_from_header(p);
-        QM_TRY(qm_scan_get(&sc, pos, len, &p));
-        qm_entry e;
-        if (qm_entry_decode(p, len, &e) != 0 || e.sn != sn) {
-            rc = QM_CORRUPT(s->err,
-                            "shard %u entry log: bad entry at offset %" PRIu64
-                            " (expected SN %" PRIu64 ")",
-                            s->id, pos, sn);
-            goto out;
-        }
-        u64 i = sn - base;
-        ph->pos[i] = pos;
-        ph->verh[i] = e.version > 0 ? (u64)e.version >> 24 : 0;
-        ph->deact[i] = PH_NONE;
-        for (u32 k = 0; k < e.ndsn; k++) {
-            u64 d = qm_entry_dsn_at(&e, k);
-            if (d >= base && d < sn)
-                ph->deact[d - base] = sn;
-        }
-        u8 kh[32];
-        qm_entry_key_hash(e.key, e.klen, e.vlen, kh);
-        ph->keys[i] = (ph_key){kh8_of(kh), sn};
-        pos += len;
-    }
-    /* Sort the new keys, then merge them with the sorted old ones from the back. */
-    qsort(ph->keys + old, n - old, sizeof(ph_key), key_cmp);
-    if (old > 0) {
-        ph_key *tmp = malloc((n - old) * sizeof(ph_key));
-        if (!tmp) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        memcpy(tmp, ph->keys + old, (n - old) * sizeof(ph_key));
-        u64 a = old, b = n - old, w = n;
-        while (b > 0) {
-            if (a > 0 && key_cmp(&ph->keys[a - 1], &tmp[b - 1]) > 0)
-                ph->keys[--w] = ph->keys[--a];
-            else
-                ph->keys[--w] = tmp[--b];
-        }
-        free(tmp);
-    }
-    ph->upto = t->next_sn;
-    ph->scan_pos = pos;
-out:
-    qm_scan_free(&sc);
-    if (rc)
-        ph->built = false; /* rebuild from scratch next time */
-    return rc;
-}
-
-/* Was the content of SN sn live after block h? (See docs/PROOFS.md, "liveness at h".) */
-static bool
-ph_live_at(const ph_shard *ph, u64 sn, u64 h)
-{
-    u64 i = sn - ph->base;
-    if (ph->verh[i] > h)
-        return false;
-    u64 d = ph->deact[i];
-    return d == PH_NONE || ph->verh[d - ph->base] > h;
-}
-
-/* First index in keys with kh8 >= v. */
-static u64
-ph_lower(const ph_shard *ph, u64 v)
-{
-    u64 lo = 0, hi = ph->upto - ph->base;
-    while (lo < hi) {
-        u64 mid = lo + (hi - lo) / 2;
-        if (ph->keys[mid].kh8 < v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
 
 /* ---- Finding the entries ---------------------------------------------------------------- */
 
@@ -223,7 +47,7 @@ find_latest(qm_shard *s, const u8 kh[32], const u8 *key, size_t klen, qm_ebuf *e
 {
     u64 pos;
     f->live = QM_PROOF_ACTIVE;
-    int rc = qm_shard_get(s, kh, key, (u32)klen, eb, &f->e, &pos);
+    int rc = qm_shard_get_client(s, kh, key, (u32)klen, eb, &f->e, &pos);
     if (rc != QMDB_NOTFOUND) {
         f->kind = QM_PROOF_PRESENT;
         return rc;
@@ -238,7 +62,7 @@ find_latest(qm_shard *s, const u8 kh[32], const u8 *key, size_t klen, qm_ebuf *e
     u64 best_pos = 0;
     bool have = false;
     for (size_t i = 0; i < n; i++) {
-        QM_RET(qm_shard_read_entry(s, cand[i], eb, &f->e));
+        QM_RET(qm_shard_read_entry_client(s, cand[i], eb, &f->e));
         u8 pkh[32];
         qm_entry_key_hash(f->e.key, f->e.klen, f->e.vlen, pkh);
         if (memcmp(pkh, kh, 32) < 0 && (!have || memcmp(pkh, best, 32) > 0)) {
@@ -249,7 +73,7 @@ find_latest(qm_shard *s, const u8 kh[32], const u8 *key, size_t klen, qm_ebuf *e
     }
     if (!have)
         return QM_CORRUPT(s->err, "shard %u: no live predecessor in the index", s->id);
-    QM_RET(qm_shard_read_entry(s, best_pos, eb, &f->e));
+    QM_RET(qm_shard_read_entry_client(s, best_pos, eb, &f->e));
     if (memcmp(kh, f->e.next_key_hash, 32) >= 0)
         return QM_CORRUPT(s->err,
                           "shard %u: live predecessor at %" PRIu64 " does not cover the key", s->id,
@@ -257,37 +81,45 @@ find_latest(qm_shard *s, const u8 kh[32], const u8 *key, size_t klen, qm_ebuf *e
     return 0;
 }
 
+static int
+ph_bad(qm_shard *s)
+{
+    return QM_CORRUPT(s->err, "shard %u: history cache file s%02x.hist is damaged", s->id, s->id);
+}
+
 /* Reads the entry at SN sn of the cache. */
 static int
-ph_read(qm_shard *s, const ph_shard *ph, u64 sn, qm_ebuf *b, qm_entry *e)
+ph_read(qm_shard *s, const qm_hist_view *v, u64 sn, qm_ebuf *b, qm_entry *e)
 {
-    QM_RET(qm_shard_read_entry(s, ph->pos[sn - ph->base], b, e));
+    u64 pos = qm_hist_pos(v, sn);
+    if (qm_hist_bad(v))
+        return ph_bad(s);
+    QM_RET(qm_shard_read_entry_client(s, pos, b, e));
     if (e->sn != sn)
-        return QM_CORRUPT(s->err, "shard %u: entry at %" PRIu64 " is not SN %" PRIu64, s->id,
-                          ph->pos[sn - ph->base], sn);
+        return QM_CORRUPT(s->err, "shard %u: entry at %" PRIu64 " is not SN %" PRIu64, s->id, pos,
+                          sn);
     return 0;
 }
 
 /* Earlier height h: the entry whose content was live at h (newest such copy), or the
  * predecessor whose gap covered the key at h; and the entry that deactivated it, if any. */
 static int
-find_hist(qm_shard *s, ph_shard *ph, u64 h, const u8 kh[32], const u8 *key, size_t klen,
+find_hist(const qm_proof_ctx *ctx, qm_shard *s, u64 h, const u8 kh[32], const u8 *key, size_t klen,
           qm_ebuf *eb, qm_ebuf *db, pr_found *f)
 {
-    QM_RET(ph_update(s, ph));
-    u64 n = ph->upto - ph->base, k8 = kh8_of(kh);
-    u64 lo = ph_lower(ph, k8), hi = lo;
-    while (hi < n && ph->keys[hi].kh8 == k8)
-        hi++;
-    u64 found = PH_NONE;
-    /* Present: newest live-at-h entry of the key. */
-    for (u64 i = hi; i > lo && found == PH_NONE; i--) {
-        u64 sn = ph->keys[i - 1].sn;
-        if (!ph_live_at(ph, sn, h))
+    qm_hist_view v;
+    QM_RET(qm_proof_hist(ctx, s->id, &v));
+    u64 k8 = qm_hist_kh8(kh), found = PH_NONE;
+    qm_hist_iter it;
+    qm_hist_key k;
+    /* Present: newest live-at-h entry of the key (its group, SNs downward). */
+    qm_hist_seek(&v, k8, &it);
+    while (found == PH_NONE && qm_hist_prev(&v, &it, &k) && k.kh8 == k8) {
+        if (!qm_hist_live_at(&v, k.sn, h))
             continue;
-        QM_RET(ph_read(s, ph, sn, eb, &f->e));
+        QM_RET(ph_read(s, &v, k.sn, eb, &f->e));
         if (entry_is_key(&f->e, key, klen))
-            found = sn;
+            found = k.sn;
     }
     if (found != PH_NONE) {
         f->kind = QM_PROOF_PRESENT;
@@ -296,39 +128,43 @@ find_hist(qm_shard *s, ph_shard *ph, u64 h, const u8 kh[32], const u8 *key, size
          * with a live-at-h entry below the key holds the predecessor at h. */
         f->kind = QM_PROOF_ABSENT;
         u8 best[32];
-        u64 i = hi;
-        while (i > 0 && found == PH_NONE) {
-            u64 g = ph->keys[i - 1].kh8;
-            for (; i > 0 && ph->keys[i - 1].kh8 == g; i--) {
-                u64 sn = ph->keys[i - 1].sn;
-                if (!ph_live_at(ph, sn, h))
-                    continue;
-                QM_RET(ph_read(s, ph, sn, eb, &f->e));
-                u8 pkh[32];
-                qm_entry_key_hash(f->e.key, f->e.klen, f->e.vlen, pkh);
-                if (memcmp(pkh, kh, 32) < 0 && (found == PH_NONE || memcmp(pkh, best, 32) > 0)) {
-                    memcpy(best, pkh, 32);
-                    found = sn;
-                }
+        u64 g = 0;
+        qm_hist_seek(&v, k8, &it);
+        while (qm_hist_prev(&v, &it, &k)) {
+            if (found != PH_NONE && k.kh8 != g)
+                break;
+            g = k.kh8;
+            if (!qm_hist_live_at(&v, k.sn, h))
+                continue;
+            QM_RET(ph_read(s, &v, k.sn, eb, &f->e));
+            u8 pkh[32];
+            qm_entry_key_hash(f->e.key, f->e.klen, f->e.vlen, pkh);
+            if (memcmp(pkh, kh, 32) < 0 && (found == PH_NONE || memcmp(pkh, best, 32) > 0)) {
+                memcpy(best, pkh, 32);
+                found = k.sn;
             }
         }
+        if (qm_hist_bad(&v))
+            return ph_bad(s);
         if (found == PH_NONE)
             return qm_err_set(s->err, QMDB_PRUNED,
                               "shard %u: no unpruned predecessor of the key at height %" PRIu64,
                               s->id, h);
-        QM_RET(ph_read(s, ph, found, eb, &f->e));
+        QM_RET(ph_read(s, &v, found, eb, &f->e));
         if (memcmp(kh, f->e.next_key_hash, 32) >= 0)
             return qm_err_set(s->err, QMDB_PRUNED,
                               "shard %u: the entries that answer height %" PRIu64 " are pruned",
                               s->id, h);
     }
-    u64 d = ph->deact[found - ph->base];
+    u64 d = qm_hist_deact(&v, found);
+    if (qm_hist_bad(&v))
+        return ph_bad(s);
     if (d == PH_NONE) {
         f->live = QM_PROOF_ACTIVE;
         return 0;
     }
     f->live = QM_PROOF_DEACTIVATED;
-    return ph_read(s, ph, d, db, &f->d);
+    return ph_read(s, &v, d, db, &f->d);
 }
 
 /* ---- Paths and assembly ----------------------------------------------------------------- */
@@ -379,13 +215,14 @@ build_path(qm_shard *s, u64 sn, const u8 leaf[32], u8 *out)
     unsigned g = p >> 8;
     memcpy(out + QM_PATH_PAGE, bits + 32 * g, 32);
     memcpy(out + QM_PATH_RIGHT, bits + 32 * (g ^ 1), 32);
-    u8 l1[4][32], l2[2][32];
-    for (unsigned i = 0; i < 4; i++)
-        qm_h2(8, bits + 64 * i, bits + 64 * i + 32, l1[i]);
+    /* Level 8: the sibling of the page pair holding g; level 9: the sibling of the quad
+     * holding it, from its two level-8 nodes. Only these three of the twig's six are hashed. */
+    unsigned q = (g >> 1) ^ 1, o = (g >> 2) ^ 1;
+    u8 l1[2][32];
+    qm_h2(8, bits + 64 * q, bits + 64 * q + 32, out + QM_PATH_RIGHT + 32);
     for (unsigned i = 0; i < 2; i++)
-        qm_h2(9, l1[2 * i], l1[2 * i + 1], l2[i]);
-    memcpy(out + QM_PATH_RIGHT + 32, l1[(g >> 1) ^ 1], 32);
-    memcpy(out + QM_PATH_RIGHT + 64, l2[(g >> 2) ^ 1], 32);
+        qm_h2(8, bits + 64 * (2 * o + i), bits + 64 * (2 * o + i) + 32, l1[i]);
+    qm_h2(9, l1[0], l1[1], out + QM_PATH_RIGHT + 64);
     for (unsigned i = 0; i < U; i++) {
         unsigned L = 12 + i;
         memcpy(out + QM_PATH_UPPER + 32 * i, qm_tree_node(t, L, (tid >> i) ^ 1), 32);
@@ -416,39 +253,19 @@ record_len(const qm_shard *s, const qm_entry *e)
 }
 
 int
-qm_proof_hist(const qm_proof_ctx *ctx, unsigned shard, qm_hist_view *v)
-{
-    if (!*ctx->cache) {
-        *ctx->cache = calloc(1, sizeof(qm_proof_cache));
-        if (!*ctx->cache)
-            return -ENOMEM;
-    }
-    ph_shard *ph = &(*ctx->cache)->sh[shard];
-    QM_RET(ph_update(&ctx->shards[shard], ph));
-    v->base = ph->base;
-    v->upto = ph->upto;
-    v->pos = ph->pos;
-    v->deact = ph->deact;
-    v->keys = ph->keys;
-    return 0;
-}
-
-int
 qm_prove_find(const qm_proof_ctx *ctx, const u8 kh[32], const void *key, size_t klen, u64 height,
               qm_proof_pick *f)
 {
-    qm_shard *s = &ctx->shards[qm_shard_of(kh)];
+    unsigned k = qm_shard_of(kh);
+    qm_shard *s = &ctx->shards[k];
     f->kind = QM_PROOF_PRESENT;
     f->live = QM_PROOF_ACTIVE;
     if (height == ctx->height)
         return find_latest(s, kh, key, klen, &f->eb, f);
-    if (!*ctx->cache) {
-        *ctx->cache = calloc(1, sizeof(qm_proof_cache));
-        if (!*ctx->cache)
-            return -ENOMEM;
-    }
-    return find_hist(s, &(*ctx->cache)->sh[qm_shard_of(kh)], height, kh, key, klen, &f->eb, &f->db,
-                     f);
+    int rc = find_hist(ctx, s, height, kh, key, klen, &f->eb, &f->db, f);
+    if (rc && qm_hist_distrust(ctx, k, rc))
+        rc = find_hist(ctx, s, height, kh, key, klen, &f->eb, &f->db, f);
+    return rc;
 }
 
 int
@@ -467,6 +284,10 @@ qm_prove(const qm_proof_ctx *ctx, const void *key, size_t klen, u64 height, u8 *
     qm_shard *s = &ctx->shards[k];
     pr_found f;
     memset(&f, 0, sizeof(f));
+    /* Entries of up to 1 KiB are read into the stack (no allocation per proof). */
+    u8 ebs[2][1024];
+    f.eb = (qm_ebuf){ebs[0], sizeof(ebs[0]), NULL};
+    f.db = (qm_ebuf){ebs[1], sizeof(ebs[1]), NULL};
     int rc;
     QM_TRY(qm_prove_find(ctx, kh, key, klen, height, &f));
     size_t len = QM_PROOF_HDR + record_len(s, &f.e);
@@ -484,20 +305,12 @@ qm_prove(const qm_proof_ctx *ctx, const void *key, size_t klen, u64 height, u8 *
     p[7] = (u8)k;
     qm_put_u64le(p + 8, height);
     memcpy(p + 16, kh, 32);
-    /* Global peers (FORMAT.md §5). */
-    u8 r[16][32], g1[8][32], g2[4][32], g3[2][32];
-    for (unsigned i = 0; i < 16; i++)
-        memcpy(r[i], ctx->shards[i].tree.root, 32);
-    for (unsigned i = 0; i < 8; i++)
-        qm_h2(64, r[2 * i], r[2 * i + 1], g1[i]);
-    for (unsigned i = 0; i < 4; i++)
-        qm_h2(65, g1[2 * i], g1[2 * i + 1], g2[i]);
-    for (unsigned i = 0; i < 2; i++)
-        qm_h2(66, g2[2 * i], g2[2 * i + 1], g3[i]);
-    memcpy(p + 48, r[k ^ 1], 32);
-    memcpy(p + 80, g1[(k >> 1) ^ 1], 32);
-    memcpy(p + 112, g2[(k >> 2) ^ 1], 32);
-    memcpy(p + 144, g3[(k >> 3) ^ 1], 32);
+    /* Global peers (FORMAT.md §5), cached with the handle until a shard root changes. */
+    rc = qm_proof_global_peers(ctx, k, (u8(*)[32])(p + 48));
+    if (rc) {
+        free(p);
+        goto out;
+    }
     size_t off = QM_PROOF_HDR, used;
     rc = put_record(s, &f.e, f.eb.p, p + off, &used);
     off += used;

@@ -9,6 +9,7 @@
 #define QM_PROVER_H
 
 #include "entry.h"
+#include "histfile.h"
 #include "proof_fmt.h"
 #include "qm_internal.h"
 #include "shard.h"
@@ -21,6 +22,10 @@ typedef struct qm_proof_ctx {
     u64 height;              /* latest committed height */
     qm_err *err;
     qm_proof_cache **cache; /* lazily built history cache owned by the handle */
+    const char *dir;        /* the database directory (sXX.hist); NULL: no file */
+    /* The committed state root of a height (ROOTS), for checking sXX.hist; NULL: no file. */
+    int (*root_at)(void *arg, u64 height, u8 out[32]);
+    void *root_arg;
 } qm_proof_ctx;
 
 /* Builds the proof of key at height (UINT64_MAX: the latest) into a malloc'd *out (qmdb.h:
@@ -45,19 +50,35 @@ QM_HIDDEN int qm_prove_find(const qm_proof_ctx *ctx, const u8 kh[32], const void
  * malloc'd *out (qmdb.h: qmdb_prove_many; mproof.c; the caller has checked the arguments). */
 QM_HIDDEN int qm_prove_many(const qm_proof_ctx *ctx, const void *const *keys, const size_t *klens,
                             size_t nkeys, u64 height, u8 **out, size_t *outlen);
-/* The history cache of one shard (proof.c), brought up to the latest committed entries: per
- * SN in [base, upto) its entry-log position and the SN that deactivated it (UINT64_MAX:
- * none); keys[0 .. upto - base) all those SNs sorted by (first 8 key-hash bytes, SN). Valid
- * until the next commit or cache call. */
-typedef struct qm_hist_key {
-    u64 kh8; /* first 8 key-hash bytes, big-endian (sorts like the hash) */
-    u64 sn;
-} qm_hist_key;
+/* The history cache of one shard (pcache.c), brought up to the latest committed entries: SNs
+ * [base, upto) with their entry-log positions, version heights and deactivating SNs, and all
+ * of them in (first 8 key-hash bytes, SN) order through an iterator. Valid until the next
+ * commit or cache call. Values may come from the file sXX.hist: when one fails a check, the
+ * view turns bad (qm_hist_bad) and what it returns is meaningless; the caller then fails with
+ * QMDB_CORRUPT, and after qm_hist_distrust a retry rebuilds the cache from the log. */
+struct ph_shard;
 typedef struct qm_hist_view {
+    struct ph_shard *ph;
     u64 base, upto;
-    const u64 *pos, *deact;
-    const qm_hist_key *keys;
 } qm_hist_view;
+typedef struct qm_hist_iter {
+    u64 i, j;
+} qm_hist_iter;
+QM_HIDDEN u64 qm_hist_pos(const qm_hist_view *v, u64 sn);
+/* The SN that deactivated sn (UINT64_MAX: none). */
+QM_HIDDEN u64 qm_hist_deact(const qm_hist_view *v, u64 sn);
+/* Was the content of sn live after block h? (docs/PROOFS.md, "liveness at h") */
+QM_HIDDEN bool qm_hist_live_at(const qm_hist_view *v, u64 sn, u64 h);
+QM_HIDDEN bool qm_hist_bad(const qm_hist_view *v);
+/* Positions it after the last key whose kh8 is <= kh8; qm_hist_prev then walks downward. */
+QM_HIDDEN void qm_hist_seek(const qm_hist_view *v, u64 kh8, qm_hist_iter *it);
+QM_HIDDEN bool qm_hist_prev(const qm_hist_view *v, qm_hist_iter *it, qm_hist_key *out);
+/* After rc from an operation on shard's view: true when the cache came from sXX.hist and rc is
+ * QMDB_CORRUPT; the file is then dropped for the handle's life and a retry scans the log. */
+QM_HIDDEN bool qm_hist_distrust(const qm_proof_ctx *ctx, unsigned shard, int rc);
+/* The global peers of shard k (the sibling shard root and the level 1..3 nodes), cached. */
+QM_HIDDEN int qm_proof_global_peers(const qm_proof_ctx *ctx, unsigned k, u8 out[4][32]);
+QM_HIDDEN qm_proof_cache *qm_proof_cache_get(const qm_proof_ctx *ctx);
 QM_HIDDEN int qm_proof_hist(const qm_proof_ctx *ctx, unsigned shard, qm_hist_view *v);
 
 /* Builds the witness of block `height` (witness.c; qmdb.h: qmdb_witness). pre/post: the
@@ -69,6 +90,14 @@ QM_HIDDEN int qm_witness_build(const qm_proof_ctx *ctx, u64 height, const struct
                                const struct qm_states_rec *post, const qm_params *par,
                                u64 prune_max, const u8 pre_root[32], const qmdb_block_op *ops,
                                size_t nops, u8 **out, size_t *outlen);
+/* Writes sXX.hist (histfile.h) for every shard whose history cache is built, after bringing
+ * it up to the latest committed entries; skips a shard whose file already holds exactly its
+ * cache. Every applied block must be durable. 0 or the first error (the other shards are
+ * still written). */
+QM_HIDDEN int qm_proof_cache_save(const qm_proof_ctx *ctx);
+/* Since the cache was made: shards loaded from sXX.hist, files ignored, entries scanned. */
+QM_HIDDEN void qm_proof_cache_counts(const qm_proof_cache *c, u64 *loaded, u64 *ignored,
+                                     u64 *scanned);
 /* Frees the history cache (NULL allowed). */
 QM_HIDDEN void qm_proof_cache_free(qm_proof_cache *c);
 

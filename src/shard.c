@@ -182,6 +182,12 @@ qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
     return shard_read_entry(s, pos, b, e, false);
 }
 
+int
+qm_shard_read_entry_client(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
+{
+    return shard_read_entry(s, pos, b, e, true);
+}
+
 /* Key hash of a decoded entry. */
 static void
 entry_kh(const qm_entry *e, u8 out[32])

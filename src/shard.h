@@ -223,6 +223,9 @@ QM_HIDDEN int qm_shard_get_client(qm_shard *s, const u8 kh[32], const u8 *key, u
 /* Reads and decodes the entry at pos into buf (the warm cache, the log's read mapping, then
  * pread). */
 QM_HIDDEN int qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *buf, qm_entry *e);
+/* qm_shard_read_entry for readers outside the update stage (proofs): the log's read mapping
+ * first (no lock, no system call), then the warm cache and pread. */
+QM_HIDDEN int qm_shard_read_entry_client(qm_shard *s, u64 pos, qm_ebuf *buf, qm_entry *e);
 
 QM_HIDDEN void qm_ebuf_free(qm_ebuf *b);
 

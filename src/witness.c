@@ -51,8 +51,10 @@ wb_put(wb *b, const void *p, size_t n)
 static bool
 live_at(const qm_hist_view *v, u64 sn, u64 ns0)
 {
-    return sn >= v->base && sn < ns0 &&
-           (v->deact[sn - v->base] == WB_NONE || v->deact[sn - v->base] >= ns0);
+    if (sn < v->base || sn >= ns0)
+        return false;
+    u64 d = qm_hist_deact(v, sn);
+    return d == WB_NONE || d >= ns0;
 }
 
 static unsigned
@@ -65,13 +67,14 @@ upper_levels(u64 next_sn)
     return U;
 }
 
-static u64
-kh8_of(const u8 kh[32])
+/* The log position of sn; QMDB_CORRUPT when the cache's file turned out damaged. */
+static int
+hist_pos(qm_shard *s, const qm_hist_view *v, u64 sn, u64 *pos)
 {
-    u64 v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | kh[i];
-    return v;
+    *pos = qm_hist_pos(v, sn);
+    if (qm_hist_bad(v))
+        return QM_CORRUPT(s->err, "shard %u: history cache file is damaged", s->id);
+    return 0;
 }
 
 static int
@@ -86,36 +89,39 @@ static int
 find_at(qm_shard *s, const qm_hist_view *v, u64 ns0, const u8 kh[32], const u8 *key, size_t klen,
         qm_ebuf *eb, u64 *out)
 {
-    u64 n = v->upto - v->base, k8 = kh8_of(kh), lo = 0, hi = n;
-    while (lo < hi) {
-        u64 mid = lo + (hi - lo) / 2;
-        if (v->keys[mid].kh8 <= k8)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    u64 i = lo, best = WB_NONE; /* keys[0 .. i) have kh8 <= k8 */
+    qm_hist_iter it;
+    qm_hist_key k;
+    qm_hist_seek(v, qm_hist_kh8(kh), &it);
+    u64 best = WB_NONE, g = 0; /* walk keys with kh8 <= the key's downward, group by group */
     u8 bkh[32];
     qm_entry e;
-    while (i > 0 && best == WB_NONE) {
-        u64 g = v->keys[i - 1].kh8;
-        for (; i > 0 && v->keys[i - 1].kh8 == g; i--) {
-            u64 sn = v->keys[i - 1].sn;
-            if (!live_at(v, sn, ns0))
-                continue;
-            QM_RET(qm_shard_read_entry(s, v->pos[sn - v->base], eb, &e));
-            if (e.vlen > 0 && e.klen == klen && memcmp(e.key, key, klen) == 0) {
-                *out = sn;
-                return 0;
-            }
-            u8 pkh[32];
-            qm_entry_key_hash(e.key, e.klen, e.vlen, pkh);
-            if (memcmp(pkh, kh, 32) < 0 && (best == WB_NONE || memcmp(pkh, bkh, 32) > 0)) {
-                memcpy(bkh, pkh, 32);
-                best = sn;
-            }
+    while (qm_hist_prev(v, &it, &k)) {
+        if (best != WB_NONE && k.kh8 != g)
+            break;
+        g = k.kh8;
+        u64 sn = k.sn;
+        if (!live_at(v, sn, ns0))
+            continue;
+        u64 pos = qm_hist_pos(v, sn);
+        if (qm_hist_bad(v))
+            break;
+        QM_RET(qm_shard_read_entry(s, pos, eb, &e));
+        if (e.sn != sn)
+            return QM_CORRUPT(s->err, "shard %u: entry at %" PRIu64 " is not SN %" PRIu64, s->id,
+                              pos, sn);
+        if (e.vlen > 0 && e.klen == klen && memcmp(e.key, key, klen) == 0) {
+            *out = sn;
+            return 0;
+        }
+        u8 pkh[32];
+        qm_entry_key_hash(e.key, e.klen, e.vlen, pkh);
+        if (memcmp(pkh, kh, 32) < 0 && (best == WB_NONE || memcmp(pkh, bkh, 32) > 0)) {
+            memcpy(bkh, pkh, 32);
+            best = sn;
         }
     }
+    if (qm_hist_bad(v))
+        return QM_CORRUPT(s->err, "shard %u: history cache file is damaged", s->id);
     if (best == WB_NONE)
         return qm_err_set(s->err, QMDB_PRUNED, "shard %u: no unpruned predecessor of a key", s->id);
     *out = best;
@@ -198,6 +204,8 @@ root_at(const qm_proof_ctx *ctx, unsigned k, u64 ns0, u8 out[32])
         a = pa;
         b = pb;
     }
+    if (qm_hist_bad(&v))
+        rc = QM_CORRUPT(ctx->err, "shard %u: history cache file is damaged", k);
     memcpy(out, lvl[0], 32);
 out:
     free(lvl);
@@ -230,7 +238,9 @@ shard_section(const qm_proof_ctx *ctx, unsigned k, const qm_states_shard *pre,
     }
     for (u64 sn = ns0; sn < ns1 && !rc; sn++) {
         qm_entry e;
-        QM_TRY(qm_shard_read_entry(s, v.pos[sn - v.base], &eb, &e));
+        u64 pos;
+        QM_TRY(hist_pos(s, &v, sn, &pos));
+        QM_TRY(qm_shard_read_entry(s, pos, &eb, &e));
         for (u32 i = 0; i < e.ndsn; i++) {
             u64 d = qm_entry_dsn_at(&e, i);
             if (d >= ns0)
@@ -305,7 +315,9 @@ shard_section(const qm_proof_ctx *ctx, unsigned k, const qm_states_shard *pre,
         }
         u64 sn = i == 0 ? ns0 - 1 : need[i - 1], tid = sn >> QM_TWIG_SHIFT;
         qm_entry e;
-        QM_TRY(qm_shard_read_entry(s, v.pos[sn - v.base], &eb, &e));
+        u64 pos;
+        QM_TRY(hist_pos(s, &v, sn, &pos));
+        QM_TRY(qm_shard_read_entry(s, pos, &eb, &e));
         if (e.sn != sn)
             QM_TRY(QM_CORRUPT(ctx->err, "shard %u: entry is not SN %" PRIu64, k, sn));
         qm_put_u32le(x, e.payload_len);
@@ -325,6 +337,8 @@ shard_section(const qm_proof_ctx *ctx, unsigned k, const qm_states_shard *pre,
         qm_put_u32le(x, 0);
         QM_TRY(wb_put(b, x, 4));
     }
+    if (qm_hist_bad(&v))
+        rc = QM_CORRUPT(s->err, "shard %u: history cache file is damaged", k);
 out:
     free(need);
     free(heap);
@@ -332,11 +346,10 @@ out:
     return rc;
 }
 
-int
-qm_witness_build(const qm_proof_ctx *ctx, u64 height, const qm_states_rec *pre,
-                 const qm_states_rec *post, const qm_params *par, u64 prune_max,
-                 const u8 pre_root[32], const qmdb_block_op *ops, size_t nops, u8 **out,
-                 size_t *outlen)
+static int
+witness_build(const qm_proof_ctx *ctx, u64 height, const qm_states_rec *pre,
+              const qm_states_rec *post, const qm_params *par, u64 prune_max, const u8 pre_root[32],
+              const qmdb_block_op *ops, size_t nops, u8 **out, size_t *outlen)
 {
     if (prune_max > height - 1)
         return qm_err_set(ctx->err, QMDB_PRUNED,
@@ -390,5 +403,22 @@ qm_witness_build(const qm_proof_ctx *ctx, u64 height, const qm_states_rec *pre,
     return 0;
 out:
     free(b.out);
+    return rc;
+}
+
+int
+qm_witness_build(const qm_proof_ctx *ctx, u64 height, const qm_states_rec *pre,
+                 const qm_states_rec *post, const qm_params *par, u64 prune_max,
+                 const u8 pre_root[32], const qmdb_block_op *ops, size_t nops, u8 **out,
+                 size_t *outlen)
+{
+    int rc =
+        witness_build(ctx, height, pre, post, par, prune_max, pre_root, ops, nops, out, outlen);
+    bool again = false;
+    for (unsigned k = 0; rc == QMDB_CORRUPT && k < QM_SHARD_COUNT; k++)
+        again |= qm_hist_distrust(ctx, k, rc);
+    if (again) /* a history cache file was damaged: once more, from the log */
+        rc =
+            witness_build(ctx, height, pre, post, par, prune_max, pre_root, ops, nops, out, outlen);
     return rc;
 }

@@ -4,7 +4,7 @@
  * sizes (issue 4). Public API only.
  *
  *   qmdb-proof-bench [--entries N] [--proofs M] [--dir DIR] [--block-ops B] [--keep]
- *                    [--multi-keys K] [--multi-sets S] [--witness-ops A,B,...]
+ *                    [--multi-keys K] [--multi-sets S] [--witness-ops A,B,...] [--reopen]
  *
  * Loads N keys (16-byte pseudo-random keys, 32-byte values) in blocks of B operations, then
  * runs 4 update blocks of min(N/10, B) updates each (so historical proofs have something to
@@ -20,6 +20,11 @@
  *              many random operations (60% updates, 25% creates, 15% deletes), committed; its
  *              witness is built (timed) and verified (timed) against the root before it, and
  *              the post-state root compared with the engine's; bytes per operation.
+ * With --reopen, after the load: 200 historical proofs (timed: they build every shard's
+ * history cache), qmdb_close (timed: it writes the caches to sXX.hist), qmdb_open with
+ * QMDB_OPEN_FAST (timed), one historical proof (timed, wall and CPU: the first historical
+ * proof after the open), 199 more (timed with it: every shard's first after the open), then
+ * the kinds as above.
  * Prints one line per kind and a JSON summary on the last line. Uses DIR (default
  * ./proof-bench-db), which must not exist; removed at the end unless --keep.
  *
@@ -40,6 +45,14 @@ now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double
+cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -76,14 +89,16 @@ die(const char *what, int rc)
 typedef struct kind_stats {
     const char *name;
     uint64_t n;
-    double gen_s, ver_s, bytes;
+    double gen_s, gen_cpu_s, ver_s, bytes;
 } kind_stats;
 
 static void
 report(const kind_stats *k)
 {
-    printf("%-11s %8" PRIu64 " proofs  gen %9.0f /s  verify %9.0f /s  %7.1f bytes/proof\n", k->name,
-           k->n, k->n / k->gen_s, k->n / k->ver_s, k->bytes / (double)k->n);
+    printf("%-11s %8" PRIu64 " proofs  gen %9.0f /s (per CPU second %9.0f)  verify %9.0f /s  %7.1f "
+           "bytes/proof\n",
+           k->name, k->n, k->n / k->gen_s, k->n / k->gen_cpu_s, k->n / k->ver_s,
+           k->bytes / (double)k->n);
 }
 
 /* The command line. */
@@ -91,7 +106,7 @@ typedef struct pb_cfg {
     uint64_t n, m, block_ops, mkeys, msets;
     const char *wops;
     const char *dir;
-    int keep;
+    int keep, reopen;
 } pb_cfg;
 
 /* The loaded database: keys i < nupd have value version u at height hl + u (u = 1..4). */
@@ -123,10 +138,12 @@ parse_args(pb_cfg *c, int argc, char **argv)
             c->wops = argv[++i];
         else if (strcmp(argv[i], "--keep") == 0)
             c->keep = 1;
+        else if (strcmp(argv[i], "--reopen") == 0)
+            c->reopen = 1;
         else {
             fprintf(stderr, "usage: qmdb-proof-bench [--entries N] [--proofs M] [--dir DIR] "
                             "[--block-ops B] [--keep] [--multi-keys K] [--multi-sets S] "
-                            "[--witness-ops A,B,...]\n");
+                            "[--witness-ops A,B,...] [--reopen]\n");
             return 2;
         }
     }
@@ -267,7 +284,7 @@ bench_kind(const pb_cfg *c, const pb_db *d, int kind, kind_stats *k, uint8_t **p
     pick_claims(c, d, kind, k->n, ids, hts);
     if (kind == 2) /* warm the history cache once, timed apart */
         *hist_first_s = warm_history(d, k->n, ids, hts);
-    double t = now_s();
+    double t = now_s(), c0 = cpu_s();
     for (uint64_t j = 0; j < k->n; j++) {
         make_key(ids[j], key);
         int rc = qmdb_prove(d->db, key, 16, hts[j], &proofs[j], &lens[j]);
@@ -276,6 +293,7 @@ bench_kind(const pb_cfg *c, const pb_db *d, int kind, kind_stats *k, uint8_t **p
         k->bytes += (double)lens[j];
     }
     k->gen_s = now_s() - t;
+    k->gen_cpu_s = cpu_s() - c0;
     t = now_s();
     if (verify_all(d, kind, k, ids, hts, proofs, lens))
         return 1;
@@ -426,6 +444,56 @@ bench_witness(pb_db *d, const pb_cfg *c, uint64_t nops, uint64_t *next_new, wit_
     return 0;
 }
 
+/* --reopen: one historical proof (builds a shard's history cache), close, fast open, and the
+ * first historical proof after the open; each timed. */
+typedef struct reopen_stats {
+    double first_s, close_s, open_s, after_s, after_cpu_s, after200_s;
+} reopen_stats;
+
+/* Historical proofs of keys first .. first + cnt - 1 at height hl + 1; returns the seconds. */
+static double
+hist_proofs(const pb_db *d, uint64_t first, uint64_t cnt)
+{
+    uint8_t key[16];
+    double t = now_s();
+    for (uint64_t i = first; i < first + cnt; i++) {
+        uint8_t *p;
+        size_t len;
+        make_key(i % d->nupd, key);
+        int rc = qmdb_prove(d->db, key, 16, d->hl + 1, &p, &len);
+        if (rc != 0)
+            die("prove (historical)", rc);
+        qmdb_proof_free(p);
+    }
+    return now_s() - t;
+}
+
+static void
+bench_reopen(const pb_cfg *c, pb_db *d, reopen_stats *r)
+{
+    r->first_s = hist_proofs(d, 0, 200); /* every shard's history cache */
+    double t = now_s();
+    int rc = qmdb_close(d->db);
+    if (rc)
+        die("close", rc);
+    r->close_s = now_s() - t;
+    qmdb_options o;
+    qmdb_options_init(&o);
+    o.flags |= QMDB_OPEN_FAST;
+    t = now_s();
+    if ((rc = qmdb_open(c->dir, &o, &d->db)) != 0)
+        die(qmdb_open_error(), rc);
+    r->open_s = now_s() - t;
+    double c0 = cpu_s();
+    r->after_s = hist_proofs(d, 0, 1);
+    r->after_cpu_s = cpu_s() - c0;
+    r->after200_s = hist_proofs(d, 1, 199) + r->after_s;
+    printf("reopen      200 historical proofs (every shard's cache) %.4f s, close %.2f s, fast "
+           "open %.2f s, first historical proof after the open %.4f s (CPU %.4f s), 200 after "
+           "the open %.4f s\n",
+           r->first_s, r->close_s, r->open_s, r->after_s, r->after_cpu_s, r->after200_s);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -442,9 +510,12 @@ main(int argc, char **argv)
     pb_db d;
     memset(&d, 0, sizeof(d));
     load_db(&c, &d);
+    reopen_stats rs = {0, 0, 0, 0, 0, 0};
+    if (c.reopen)
+        bench_reopen(&c, &d, &rs);
 
     kind_stats ks[3] = {
-        {"inclusion", 0, 0, 0, 0}, {"exclusion", 0, 0, 0, 0}, {"historical", 0, 0, 0, 0}};
+        {"inclusion", 0, 0, 0, 0, 0}, {"exclusion", 0, 0, 0, 0, 0}, {"historical", 0, 0, 0, 0, 0}};
     uint64_t m = c.m;
     uint8_t **proofs = calloc(m, sizeof(uint8_t *));
     size_t *lens = calloc(m, sizeof(size_t));
@@ -485,9 +556,10 @@ main(int argc, char **argv)
     }
     printf("{\"entries\": %" PRIu64, c.n);
     for (int kind = 0; kind < 3; kind++)
-        printf(", \"%s\": {\"proofs\": %" PRIu64 ", \"gen_per_s\": %.0f, \"verify_per_s\": %.0f, "
-               "\"bytes_per_proof\": %.1f}",
-               ks[kind].name, ks[kind].n, ks[kind].n / ks[kind].gen_s, ks[kind].n / ks[kind].ver_s,
+        printf(", \"%s\": {\"proofs\": %" PRIu64 ", \"gen_per_s\": %.0f, \"gen_per_cpu_s\": %.0f, "
+               "\"verify_per_s\": %.0f, \"bytes_per_proof\": %.1f}",
+               ks[kind].name, ks[kind].n, ks[kind].n / ks[kind].gen_s,
+               ks[kind].n / ks[kind].gen_cpu_s, ks[kind].n / ks[kind].ver_s,
                ks[kind].bytes / (double)ks[kind].n);
     for (int hist = 0; hist < 2; hist++)
         printf(", \"%s\": {\"proofs\": %" PRIu64 ", \"keys_per_proof\": %" PRIu64
@@ -502,6 +574,11 @@ main(int argc, char **argv)
                "\": {\"build_s\": %.3f, \"verify_s\": %.3f, \"bytes\": %.0f, "
                "\"bytes_per_op\": %.0f}",
                ws[i].ops, ws[i].build_s, ws[i].verify_s, ws[i].bytes, ws[i].bytes / ws[i].ops);
+    if (c.reopen)
+        printf(", \"reopen\": {\"hist200_s\": %.4f, \"close_s\": %.2f, \"open_s\": %.2f, "
+               "\"first_hist_after_open_s\": %.4f, \"first_hist_after_open_cpu_s\": %.4f, "
+               "\"hist200_after_open_s\": %.4f}",
+               rs.first_s, rs.close_s, rs.open_s, rs.after_s, rs.after_cpu_s, rs.after200_s);
     printf(", \"history_warmup_s\": %.2f, \"load_s\": %.1f}\n", hist_first_s, d.load_s);
     free(proofs);
     free(lens);
