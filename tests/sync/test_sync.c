@@ -420,6 +420,25 @@ corpus_seed(const char *name, const unsigned char root[32], uint64_t h, const un
     fclose(f);
 }
 
+/* Offset of a chunk's first twig record: the header and its range proof (snap_fmt.h). */
+static size_t
+records_off(const unsigned char *c)
+{
+    uint64_t a = 0, b = 0;
+    for (int i = 0; i < 8; i++) {
+        a |= (uint64_t)c[16 + i] << (8 * i);
+        b |= (uint64_t)c[24 + i] << (8 * i);
+    }
+    size_t off = 576;
+    for (unsigned L = 0; L < c[7]; L++) {
+        off += (a & 1) ? 32 : 0;
+        off += (b & 1) ? 32 : 0;
+        a >>= 1;
+        b = (b + 1) >> 1;
+    }
+    return off;
+}
+
 static void
 tamper(void)
 {
@@ -508,18 +527,39 @@ tamper(void)
         f[i / 8] ^= (unsigned char)(1u << (i % 8));
     }
     CHECK_EQ_U64(accepted, 0);
-    /* Reordering: two entries (sentries are 88 bytes each) and two ActiveBits pages. */
-    size_t e0 = flen - 2048 * 88;
+    /* The full twig of sentries travels as a sparse record: ActiveBits, then each live
+     * sentry (88 bytes) or a dead one's 32-byte leaf hash. */
+    size_t r0 = records_off(f);
+    REQUIRE(r0 < flen && f[r0] == 2);
+    size_t b0 = r0 + 1, e0 = b0 + 256;
+    size_t *offs = malloc(2049 * sizeof(size_t));
+    REQUIRE(offs);
+    int live_pair = -1, dead = -1, live1 = -1;
+    offs[0] = e0;
+    for (int i = 0; i < 2048; i++) {
+        bool on = (f[b0 + i / 8] >> (i % 8)) & 1;
+        offs[i + 1] = offs[i] + (on ? 88 : 32);
+        if (!on && dead < 0)
+            dead = i;
+        if (on && live1 < 0)
+            live1 = i;
+        if (i > 0 && on && ((f[b0 + (i - 1) / 8] >> ((i - 1) % 8)) & 1) && live_pair < 0)
+            live_pair = i - 1;
+    }
+    CHECK_EQ_U64(offs[2048], flen);
+    REQUIRE(live_pair >= 0 && dead >= 0 && live1 >= 0);
+    corpus_seed("sparse-sentries", root, 2, f, flen);
+    /* Reordering: two live entries, and two ActiveBits pages. */
     unsigned char tmp[256];
-    memcpy(tmp, f + e0, 88);
-    memcpy(f + e0, f + e0 + 88, 88);
-    memcpy(f + e0 + 88, tmp, 88);
+    size_t ea = offs[live_pair];
+    memcpy(tmp, f + ea, 88);
+    memcpy(f + ea, f + ea + 88, 88);
+    memcpy(f + ea + 88, tmp, 88);
     CHECK_RC(verify(f, flen, root, 2), QMDB_BAD_PROOF);
-    memcpy(f + e0 + 88, f + e0, 88);
-    memcpy(f + e0, tmp, 88);
+    memcpy(f + ea + 88, f + ea, 88);
+    memcpy(f + ea, tmp, 88);
     CHECK_OK(verify(f, flen, root, 2));
     /* ActiveBits pages: swap two that differ (some sentries were deactivated by creates). */
-    size_t b0 = e0 - 256;
     int pi = -1, pj = -1;
     for (int i = 0; i < 8 && pi < 0; i++)
         for (int j = i + 1; j < 8; j++)
@@ -536,6 +576,51 @@ tamper(void)
     memcpy(f + b0 + 32 * pj, f + b0 + 32 * pi, 32);
     memcpy(f + b0 + 32 * pi, tmp, 32);
     CHECK_OK(verify(f, flen, root, 2));
+    /* Every bit of a dead entry's leaf hash. */
+    for (size_t i = 0; i < 256; i++) {
+        f[offs[dead] + i / 8] ^= (unsigned char)(1u << (i % 8));
+        accepted += verify(f, flen, root, 2) != QMDB_BAD_PROOF;
+        f[offs[dead] + i / 8] ^= (unsigned char)(1u << (i % 8));
+    }
+    CHECK_EQ_U64(accepted, 0);
+    /* A live entry replaced by its leaf hash: with its active bit cleared (the twig root
+     * changes), and with the bit left set (the hash does not parse as an entry). */
+    unsigned char *g = malloc(flen);
+    REQUIRE(g);
+    size_t gl = 0, el = offs[live1];
+    memcpy(g, f, el);
+    unsigned char lh[32];
+    size_t plen = 53 + (size_t)f[el] +
+                  ((size_t)f[el + 1] | (size_t)f[el + 2] << 8 | (size_t)f[el + 3] << 16) +
+                  8 * (size_t)f[el + 4];
+    SHA256(f + el, plen, lh); /* its true leaf hash */
+    memcpy(g + el, lh, 32);
+    gl = el + 32;
+    memcpy(g + gl, f + el + 88, flen - el - 88);
+    gl += flen - el - 88;
+    CHECK_RC(verify(g, gl, root, 2), QMDB_BAD_PROOF);
+    g[b0 + live1 / 8] &= (unsigned char)~(1u << (live1 % 8));
+    CHECK_RC(verify(g, gl, root, 2), QMDB_BAD_PROOF);
+    /* A dead entry's hash where ActiveBits says live. */
+    f[b0 + dead / 8] ^= (unsigned char)(1u << (dead % 8));
+    CHECK_RC(verify(f, flen, root, 2), QMDB_BAD_PROOF);
+    f[b0 + dead / 8] ^= (unsigned char)(1u << (dead % 8));
+    /* The sparse kind in a version-1 chunk, and for the youngest twig. */
+    f[4] = 1;
+    CHECK_RC(verify(f, flen, root, 2), QMDB_BAD_PROOF);
+    f[4] = 2;
+    CHECK_OK(verify(f, flen, root, 2));
+    size_t yr = records_off(y);
+    REQUIRE(y[yr] == 1);
+    y[yr] = 2;
+    CHECK_RC(verify(y, ylen, root, 2), QMDB_BAD_PROOF);
+    y[yr] = 1;
+    /* A version-1 chunk (full records only) is still read. */
+    y[4] = 1;
+    CHECK_OK(verify(y, ylen, root, 2));
+    y[4] = 2;
+    free(g);
+    free(offs);
     /* Another height, another height's root, another database. */
     CHECK_RC(verify(y, ylen, root, 3), QMDB_BAD_PROOF);
     CHECK_RC(verify(y, ylen, root, 1), QMDB_BAD_PROOF);
