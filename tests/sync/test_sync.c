@@ -178,6 +178,69 @@ static void corpus_seed(const char *name, const unsigned char root[32], uint64_t
 
 /* ---- round trip -------------------------------------------------------------------------- */
 
+/* The format version of the newest META record of dir (FORMAT.md, META): 3 while the entry
+ * log holds stubs of a restore, else 2. */
+static unsigned
+meta_version(const char *dir)
+{
+    char path[4200];
+    path_of(path, sizeof(path), dir, "META");
+    size_t len;
+    unsigned char *m = read_all(path, &len);
+    REQUIRE(m && len >= 24);
+    uint64_t seq[2] = {0, 0};
+    for (int k = 0; k < (len >= 4096 + 24 ? 2 : 1); k++)
+        for (int i = 0; i < 8; i++)
+            seq[k] |= (uint64_t)m[4096 * k + 16 + i] << (8 * i);
+    const unsigned char *v = m + (seq[1] > seq[0] ? 4096 : 0) + 8;
+    unsigned ver = v[0] | (unsigned)v[1] << 8 | (unsigned)v[2] << 16 | (unsigned)v[3] << 24;
+    free(m);
+    return ver;
+}
+
+/* Proofs of a sample of keys at height h: byte-identical on a and b. */
+static void
+compare_proofs_at(qmdb_db *a, qmdb_db *b, uint64_t h)
+{
+    unsigned proofs = 0;
+    for (unsigned i = 0; i < NKEYS; i += 131) {
+        char k[16];
+        size_t kl;
+        key_of(i, k, &kl);
+        uint8_t *pa = NULL, *pb = NULL;
+        size_t na = 0, nb = 0;
+        int x = qmdb_prove(a, k, kl, h, &pa, &na);
+        int y = qmdb_prove(b, k, kl, h, &pb, &nb);
+        CHECK_OK(x);
+        CHECK_OK(y);
+        CHECK(x == 0 && y == 0 && na == nb && memcmp(pa, pb, na) == 0);
+        qmdb_proof_free(pa);
+        qmdb_proof_free(pb);
+        proofs++;
+    }
+    CHECK(proofs > 40);
+}
+
+static void compare_dbs(qmdb_db *a, qmdb_db *b, const unsigned char root[32]);
+
+/* Exports db (latest height, one twig per chunk) into snap and restores that into dst; the
+ * restored root must be root. */
+static void
+reexport(qmdb_db *db, const char *snap, const char *dst, const unsigned char root[32])
+{
+    qmdb_snapshot_stat st = QMDB_SNAPSHOT_STAT_INIT, rs = QMDB_SNAPSHOT_STAT_INIT;
+    CHECK_OK(qmdb_snapshot_export(db, snap, UINT64_MAX, 1, &st));
+    CHECK_MEM(st.root, root, 32);
+    CHECK_OK(qmdb_snapshot_restore(dst, snap, root, qmdb_height(db), NULL, NULL, &rs));
+    if (test_failures)
+        fprintf(stderr, "restore of a re-export: %s\n", qmdb_open_error());
+    CHECK_EQ_U64(rs.live, st.live);
+    qmdb_db *c = NULL;
+    REQUIRE(qmdb_open(dst, NULL, &c) == 0);
+    compare_dbs(db, c, root);
+    CHECK_OK(qmdb_close(c));
+}
+
 static void
 compare_dbs(qmdb_db *a, qmdb_db *b, const unsigned char root[32])
 {
@@ -317,12 +380,39 @@ round_trip(const char *name, uint64_t thres, uint32_t ratio, uint32_t div, uint6
     CHECK_OK(qmdb_check(dst, NULL, NULL, &problems));
     CHECK_EQ_U64(problems, 0);
 
+    /* Dead entries of the sparse twigs were restored as stubs: META says so. */
+    CHECK_EQ_U64(meta_version(dst), 3);
     qmdb_db *cp = NULL;
     REQUIRE(qmdb_open(dst, NULL, &cp) == 0);
     compare_dbs(db, cp, root);
     unsigned char r[32];
     CHECK_RC(qmdb_root(cp, H - 1, r), QMDB_PRUNED);
     CHECK_RC(qmdb_root(cp, 0, r), QMDB_PRUNED);
+    {
+        /* Proofs below the restore height are refused. */
+        uint8_t *pp = NULL;
+        size_t pn = 0;
+        CHECK_RC(qmdb_prove(cp, "key00001", 8, H - 1, &pp, &pn), QMDB_PRUNED);
+        qmdb_proof_free(pp);
+    }
+    /* A snapshot of the restored database (its stubs become leaf hashes again) is the
+     * source's snapshot, byte for byte, and restores to the same root. */
+    char snap3[4200], dst3[4200];
+    snprintf(snap3, sizeof(snap3), "%s-re", snap);
+    snprintf(dst3, sizeof(dst3), "%s-re", dst);
+    reexport(cp, snap3, dst3, root);
+    {
+        char m1[4200], m2[4200];
+        size_t l1, l2;
+        path_of(m1, sizeof(m1), snap, "MANIFEST");
+        path_of(m2, sizeof(m2), snap3, "MANIFEST");
+        unsigned char *a = read_all(m1, &l1), *b = read_all(m2, &l2);
+        CHECK(a && b && l1 == l2 && memcmp(a, b, l1) == 0);
+        free(a);
+        free(b);
+    }
+    rm_rf(snap3);
+    rm_rf(dst3);
     /* The same 50 next blocks on both. */
     for (uint64_t h = H + 1; h <= H + 50; h++) {
         unsigned char ra[32], rb[32];
@@ -332,7 +422,47 @@ round_trip(const char *name, uint64_t thres, uint32_t ratio, uint32_t div, uint6
     }
     REQUIRE(qmdb_root(db, UINT64_MAX, root) == 0);
     compare_dbs(db, cp, root);
+    /* Historical proofs at heights from the restore height on, within the window. */
+    compare_proofs_at(db, cp, history >= 100 ? H + 1 : H + 49);
+    if (history >= 100)
+        compare_proofs_at(db, cp, H + 25);
+    /* A rollback within the window, and the same blocks again. */
+    uint64_t back = H + 50 - (history >= 100 ? 8 : 2);
+    CHECK_OK(qmdb_rollback(db, back));
+    CHECK_OK(qmdb_rollback(cp, back));
+    for (uint64_t h = back + 1; h <= H + 50; h++) {
+        unsigned char ra[32], rb[32];
+        block(db, h, 2, 300, ra);
+        block(cp, h, 2, 300, rb);
+        CHECK_MEM(rb, ra, 32);
+    }
+    {
+        unsigned char ra[32];
+        CHECK_OK(qmdb_root(db, UINT64_MAX, ra));
+        CHECK_MEM(ra, root, 32);
+    }
+    /* With compaction of every dead entry and a short window, the restored database has
+     * compacted past its stub twigs and pruned them: META is of the ordinary format again.
+     * Otherwise its stubs remain. */
+    if (want_pruned) {
+        for (uint64_t h = H + 51; h <= H + 400 && meta_version(dst) == 3; h++) {
+            unsigned char ra[32], rb[32];
+            block(db, h, 4, 300, ra);
+            block(cp, h, 4, 300, rb);
+            CHECK_MEM(rb, ra, 32);
+        }
+        CHECK_EQ_U64(meta_version(dst), 2);
+        REQUIRE(qmdb_root(db, UINT64_MAX, root) == 0);
+        compare_dbs(db, cp, root);
+    } else {
+        CHECK_EQ_U64(meta_version(dst), 3);
+    }
+    /* A snapshot of the restored database after those blocks restores to the same root. */
+    reexport(cp, snap3, dst3, root);
+    rm_rf(snap3);
+    rm_rf(dst3);
     CHECK_OK(qmdb_close(cp));
+    uint64_t H2 = qmdb_height(db);
     CHECK_OK(qmdb_close(db));
     problems = 99;
     CHECK_OK(qmdb_check(dst, NULL, NULL, &problems));
@@ -340,7 +470,7 @@ round_trip(const char *name, uint64_t thres, uint32_t ratio, uint32_t div, uint6
 
     /* An earlier height: exported from a read-only handle of the source, restored, then the
      * source rolled back to it and both given the same 20 blocks. */
-    uint64_t H2 = H + 50, h = H2 - (history >= 100 ? 10 : 2);
+    uint64_t h = H2 - (history >= 100 ? 10 : 2);
     char snap2[4200], dst2[4200];
     snprintf(snap2, sizeof(snap2), "%s-h", snap);
     snprintf(dst2, sizeof(dst2), "%s-h", dst);
