@@ -926,12 +926,148 @@ corpus_verifies(void)
 #endif
 }
 
+/* ---- damaged stubs ----------------------------------------------------------------------- */
+
+static uint32_t
+crc32c(const unsigned char *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1)));
+    }
+    return ~c;
+}
+
+static void
+put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Offset of the k-th stub (k = 0, 1, ...) in shard 0's first entry-log segment of dir. */
+static size_t
+find_stub(const char *dir, int k)
+{
+    char path[4200];
+    path_of(path, sizeof(path), dir, "s00.entries.0000000000");
+    size_t len;
+    unsigned char *p = read_all(path, &len);
+    REQUIRE(p);
+    size_t off = 0;
+    while (off + 56 <= len) {
+        size_t kl = p[off], vl = p[off + 1] | (size_t)p[off + 2] << 8 | (size_t)p[off + 3] << 16;
+        size_t rec = ((53 + kl + vl + 7) & ~(size_t)7) + 8 * (size_t)p[off + 4];
+        if (kl == 0 && k-- == 0)
+            break;
+        off += rec;
+    }
+    REQUIRE(off + 56 <= len);
+    free(p);
+    return off;
+}
+
+/* A copy of the restored database dir with one change, which a verifying open and qmdb_check
+ * must report as damage. */
+static void
+damaged_copy(const char *dir, const char *name, const char *file, size_t off, unsigned char x,
+             const char *expect)
+{
+    char cp[4200], cmd[9000], path[4300];
+    snprintf(cp, sizeof(cp), "%s-%s", dir, name);
+    snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s'", dir, cp);
+    REQUIRE(system(cmd) == 0);
+    path_of(path, sizeof(path), cp, file);
+    size_t len;
+    unsigned char *p = read_all(path, &len);
+    REQUIRE(p && off < len);
+    p[off] ^= x;
+    write_all(path, p, len);
+    free(p);
+    qmdb_db *db = NULL;
+    CHECK_RC(qmdb_open(cp, NULL, &db), QMDB_CORRUPT);
+    if (expect && !strstr(qmdb_open_error(), expect)) {
+        fprintf(stderr, "%s: open error '%s' lacks '%s'\n", name, qmdb_open_error(), expect);
+        CHECK(0);
+    }
+    if (db)
+        qmdb_close(db);
+    uint64_t problems = 0;
+    (void)qmdb_check(cp, NULL, NULL, &problems);
+    CHECK(problems > 0);
+    rm_rf(cp);
+}
+
+static void
+corrupt_stubs(void)
+{
+    char src[4096], snap[4096], dst[4096];
+    snprintf(src, sizeof(src), "%s/cs-src", base);
+    snprintf(snap, sizeof(snap), "%s/cs-snap", base);
+    snprintf(dst, sizeof(dst), "%s/cs-dst", base);
+    qmdb_db *db = make_source(src, 20000000, 7, 10, 100000, 3, 400);
+    unsigned char root[32];
+    REQUIRE(qmdb_root(db, UINT64_MAX, root) == 0);
+    uint64_t H = qmdb_height(db);
+    CHECK_OK(qmdb_snapshot_export(db, snap, UINT64_MAX, 2, NULL));
+    CHECK_OK(qmdb_close(db));
+    CHECK_OK(qmdb_snapshot_restore(dst, snap, root, H, NULL, NULL, NULL));
+    CHECK_EQ_U64(meta_version(dst), 3);
+    /* The sentries that creates deactivated are stubs in shard 0's first twig. */
+    size_t st = find_stub(dst, 0);
+    const char *log = "s00.entries.0000000000";
+    damaged_copy(dst, "leaf", log, st + 20, 0x01, "does not hash");
+    damaged_copy(dst, "sn", log, st + 8, 0x01, "bad entry");
+    damaged_copy(dst, "pad", log, st + 50, 0x80, "damaged stub");
+    damaged_copy(dst, "head", log, st + 6, 0x04, "damaged stub");
+    /* A stub made to look like a key of length 1 (it no longer parses as an entry). */
+    damaged_copy(dst, "klen", log, st, 0x01, NULL);
+    /* META without stub_end (shard 0's, a version-2 record with a valid CRC): the scan meets
+     * a stub where only entries may stand. */
+    char cp[4200], cmd[9000], path[4300];
+    snprintf(cp, sizeof(cp), "%s-meta", dst);
+    snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s'", dst, cp);
+    REQUIRE(system(cmd) == 0);
+    path_of(path, sizeof(path), cp, "META");
+    size_t len;
+    unsigned char *m = read_all(path, &len);
+    REQUIRE(m && len >= 2048 + 1644);
+    for (int copy = 0; copy < 2; copy++) {
+        unsigned char *r = m + 2048 * copy;
+        memset(r + 104 + 56, 0, 8); /* shard 0's stub_end */
+        bool others = false;
+        for (int k = 1; k < 16; k++)
+            for (int i = 0; i < 8; i++)
+                others |= r[104 + 96 * k + 56 + i] != 0;
+        put32(r + 8, others ? 3 : 2);
+        put32(r + 1640, crc32c(r, 1640));
+    }
+    write_all(path, m, len);
+    free(m);
+    qmdb_db *x = NULL;
+    CHECK_RC(qmdb_open(cp, NULL, &x), QMDB_CORRUPT);
+    CHECK(strstr(qmdb_open_error(), "a stub where only entries may stand") != NULL);
+    if (x)
+        qmdb_close(x);
+    rm_rf(cp);
+    /* The undamaged restore opens, and passes qmdb_check. */
+    uint64_t problems = 99;
+    CHECK_OK(qmdb_check(dst, NULL, NULL, &problems));
+    CHECK_EQ_U64(problems, 0);
+    rm_rf(src);
+    rm_rf(snap);
+    rm_rf(dst);
+}
+
 int
 main(void)
 {
     REQUIRE(mkdtemp(base) != NULL);
     corpus_verifies();
     tamper();
+    corrupt_stubs();
     round_trip("default", 20000000, 7, 10, 100000, false);
     round_trip("tiny710", 1, 7, 10, 3, false);
     round_trip("tiny11", 1, 1, 1, 3, true);
