@@ -8,11 +8,21 @@
  * rounds (half of them; then a tampered copy of one more, which is rejected by name while
  * the kept ones stay; then the rest), and the restored database must have the source's
  * height and root, every key's value, byte-identical proofs of a sample of keys, pass
- * qmdb_check, and give the source's root after each of 50 more identical blocks.
+ * qmdb_check, and give the source's root after each of 50 more identical blocks. Sparse
+ * records make the restored log hold stubs (META of format 3): a snapshot of the restored
+ * database equals the source's, a backup of it opens verified, proofs below the restore
+ * height are refused, proofs at earlier heights from it on equal the source's, a rollback
+ * within the window works, and with compaction of every dead entry and a short window the
+ * restored database compacts past its stub twigs and prunes them (META of format 2 again).
+ *
+ * Damaged stubs (leaf hash, SN, zero bytes, key length) and a META without stub_end are
+ * refused at open and reported by qmdb_check.
  *
  * Tampering (the verifier and the restore): every bit flip and every truncation of a chunk,
  * flips across the header and range proof of a full-twig chunk and spread over its entries,
- * entries and ActiveBits pages reordered, a chunk checked against another height, another
+ * entries and ActiveBits pages reordered, a sparse record's leaf hashes flipped, a live entry
+ * replaced by its hash, a dead entry's bit set, the sparse kind in a version-1 chunk and for
+ * the youngest twig, a chunk checked against another height, another
  * height's root and another database's root, and lying manifests (another root, another
  * height, a wrong digest, a chunk left out, two chunks' names swapped).
  *
