@@ -634,7 +634,9 @@ typedef struct qmdb_chunk_info {
     uint64_t twig_begin, twig_end; /**< the chunk's twigs [twig_begin, twig_end) */
     uint64_t summaries;            /**< twigs carried as their left root only (no entries) */
     uint64_t log_bytes;            /**< stored bytes of the carried entries */
-    uint64_t entries;              /**< entries carried */
+    uint64_t entries;              /**< entries carried in their stored form (not the
+                                        dead entries a sparse record carries as leaf
+                                        hashes) */
     uint64_t live;                 /**< ActiveBits set in the carried twigs */
 } qmdb_chunk_info;
 

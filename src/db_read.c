@@ -218,6 +218,18 @@ db_proof_ctx(qmdb_db *db, qm_proof_ctx *ctx)
                           .root_arg = db};
 }
 
+/* A proof at an earlier height needs that height's history: a database restored from a
+ * snapshot of height B has none below B (its ROOTS record says so: QMDB_PRUNED), and its log
+ * holds stubs for the entries that died before B. */
+static int
+prove_height_ok(qmdb_db *db, u64 height)
+{
+    if (height == UINT64_MAX || height >= db->meta.height)
+        return 0;
+    u8 root[32];
+    return db_root(db, height, root);
+}
+
 int
 qmdb_prove(qmdb_db *db, const void *key, size_t klen, uint64_t height, uint8_t **out,
            size_t *outlen)
@@ -229,6 +241,7 @@ qmdb_prove(qmdb_db *db, const void *key, size_t klen, uint64_t height, uint8_t *
     if (db_fatal(db))
         return QMDB_PANIC;
     QM_RET(db_drain(db));
+    QM_RET(prove_height_ok(db, height));
     qm_proof_ctx ctx;
     db_proof_ctx(db, &ctx);
     return qm_prove(&ctx, key, klen, height, out, outlen);
@@ -248,6 +261,7 @@ qmdb_prove_many(qmdb_db *db, const void *const *keys, const size_t *klens, size_
     if (db_fatal(db))
         return QMDB_PANIC;
     QM_RET(db_drain(db));
+    QM_RET(prove_height_ok(db, height));
     qm_proof_ctx ctx;
     db_proof_ctx(db, &ctx);
     return qm_prove_many(&ctx, keys, klens, nkeys, height, out, outlen);

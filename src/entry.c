@@ -71,6 +71,27 @@ qm_entry_decode(const u8 *buf, size_t len, qm_entry *e)
 }
 
 void
+qm_stub_encode(u8 *out, u64 sn, const u8 leaf[32])
+{
+    memset(out, 0, QM_STUB_LEN);
+    qm_put_u64le(out + 8, sn);
+    memcpy(out + 16, leaf, 32);
+}
+
+int
+qm_stub_decode(const u8 *buf, size_t len, u64 *sn, u8 leaf[32])
+{
+    if (len < QM_STUB_LEN)
+        return QMDB_CORRUPT;
+    for (unsigned i = 0; i < 8; i++)
+        if (buf[i] != 0 || buf[48 + i] != 0)
+            return QMDB_CORRUPT;
+    *sn = qm_get_u64le(buf + 8);
+    memcpy(leaf, buf + 16, 32);
+    return 0;
+}
+
+void
 qm_entry_hash(const u8 *buf, u8 out[32])
 {
     u32 k = buf[0], v = qm_get_u24le(buf + 1), n = buf[4];

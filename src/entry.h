@@ -17,6 +17,16 @@
  * Payload length = 53+k+v+8n; stored length = roundup8(53+k+v)+8n. The leaf hash is
  * SHA256(payload), padding excluded.
  *
+ * A stub (restored databases only, docs/FORMAT.md "Entry log"; docs/SYNC.md) stands for a
+ * dead entry whose bytes a snapshot did not carry: 56 bytes, the header of an entry with
+ * k = v = n = 0 (so qm_entry_len_from_header steps over it; k = 0 is never a real entry):
+ *   0  5  zero (k = 0, v = 0, n = 0)
+ *   5  3  zero
+ *   8  8  serial number (u64)
+ *   16 32 the dead entry's leaf hash
+ *   48 8  zero
+ * qm_entry_decode refuses a stub (key length 0): it is never served as an entry.
+ *
  * Pure functions; any thread.
  */
 #ifndef QM_ENTRY_H
@@ -79,6 +89,22 @@ qm_entry_len_from_header(const u8 *p)
  * not a well-formed entry (length fields past len, nonzero padding, key length 0).
  */
 QM_HIDDEN int qm_entry_decode(const u8 *buf, size_t len, qm_entry *e);
+
+#define QM_STUB_LEN 56u
+
+/* Whether the record at p (at least 1 byte) is a stub rather than an entry. */
+static inline bool
+qm_entry_is_stub(const u8 *p)
+{
+    return p[0] == 0;
+}
+
+/* Writes a stub (QM_STUB_LEN bytes) for serial number sn with leaf hash leaf. */
+QM_HIDDEN void qm_stub_encode(u8 *out, u64 sn, const u8 leaf[32]);
+
+/* Decodes a stub from buf[0..len): its SN and leaf hash. 0, or QMDB_CORRUPT if the bytes are
+ * not a well-formed stub (short, or a nonzero byte where zeros belong). */
+QM_HIDDEN int qm_stub_decode(const u8 *buf, size_t len, u64 *sn, u8 leaf[32]);
 
 /* Leaf hash of an encoded entry (payload bytes only). */
 QM_HIDDEN void qm_entry_hash(const u8 *buf, u8 out[32]);

@@ -18,7 +18,10 @@ qm_meta_encode(const qm_meta *m, u8 *b)
 {
     memset(b, 0, QM_META_SLOT);
     memcpy(b, META_MAGIC, 8);
-    qm_put_u32le(b + 8, QMDB_FORMAT_VERSION);
+    bool stubs = false;
+    for (unsigned s = 0; s < QM_SHARD_COUNT; s++)
+        stubs |= m->shard[s].stub_end != 0;
+    qm_put_u32le(b + 8, stubs ? QM_META_VERSION_STUBS : QMDB_FORMAT_VERSION);
     qm_put_u32le(b + 12, QM_META_LEN);
     qm_put_u64le(b + 16, m->seq);
     qm_put_u64le(b + 24, m->height);
@@ -39,6 +42,7 @@ qm_meta_encode(const qm_meta *m, u8 *b)
         qm_put_u64le(p + 32, sm->entry_size);
         qm_put_u64le(p + 40, sm->entry_head);
         qm_put_u64le(p + 48, sm->first_twig);
+        qm_put_u64le(p + 56, sm->stub_end);
         memcpy(p + 64, sm->root, 32);
     }
     qm_put_u32le(b + QM_META_LEN - 4, qm_crc32c(0, b, QM_META_LEN - 4));
@@ -73,7 +77,8 @@ qm_meta_decode(const u8 *b, size_t len, qm_meta *m)
     if (rlen < 32 || rlen > QM_META_COPY || rlen > len ||
         qm_get_u32le(b + rlen - 4) != qm_crc32c(0, b, rlen - 4))
         return QMDB_CORRUPT;
-    if (qm_get_u32le(b + 8) != QMDB_FORMAT_VERSION)
+    u32 ver = qm_get_u32le(b + 8);
+    if (ver != QMDB_FORMAT_VERSION && ver != QM_META_VERSION_STUBS)
         return QMDB_VERSION_MISMATCH;
     if (rlen != QM_META_LEN)
         return QMDB_CORRUPT;
@@ -100,7 +105,12 @@ qm_meta_decode(const u8 *b, size_t len, qm_meta *m)
         sm->entry_size = qm_get_u64le(p + 32);
         sm->entry_head = qm_get_u64le(p + 40);
         sm->first_twig = qm_get_u64le(p + 48);
+        sm->stub_end = qm_get_u64le(p + 56);
         memcpy(sm->root, p + 64, 32);
+        if (ver == QMDB_FORMAT_VERSION && sm->stub_end != 0)
+            return QMDB_CORRUPT;
+        if (sm->stub_end > sm->next_sn)
+            return QMDB_CORRUPT;
         if (sm->next_sn < QM_SENTRIES_PER_SHARD || sm->sn_start > sm->next_sn ||
             sm->live > sm->next_sn || sm->entry_head > sm->entry_size ||
             sm->sn_start_pos > sm->entry_size || sm->sn_start_pos % 8 != 0 ||
@@ -136,9 +146,9 @@ qm_meta_choose(const u8 *buf, size_t got, bool salvage, const char *path, qm_met
     enum slot_state st[2] = {slot_read(buf, got, 0, &s[0]), slot_read(buf, got, 1, &s[1])};
     if (st[0] == SLOT_NEWER || st[1] == SLOT_NEWER)
         return qm_err_set(err, QMDB_VERSION_MISMATCH,
-                          "%s: written in a metadata format other than %d (a newer or older "
-                          "qmdb)",
-                          path, QMDB_FORMAT_VERSION);
+                          "%s: written in a metadata format other than %d or %u (a newer or "
+                          "older qmdb)",
+                          path, QMDB_FORMAT_VERSION, QM_META_VERSION_STUBS);
     if (st[0] != SLOT_VALID && st[1] != SLOT_VALID)
         return QM_CORRUPT(err, "%s: both metadata slots are invalid (offsets 0 and %u)", path,
                           QM_META_SLOT);

@@ -23,7 +23,12 @@
  *          +16 8  sn_start_pos     +24 8  live entries (sentries included)
  *          +32 8  entry-file size  +40 8  entry-file head (pruned below)
  *          +48 8  first unpruned twig id
- *          +56 8  reserved (0)     +64 32 shard root
+ *          +56 8  stub_end: stubs (entry.h) may stand at SNs below it (a restored
+ *                 database, until it prunes past them); 0 = none
+ *          +64 32 shard root
+ * Format version (offset 8): 2 when every shard's stub_end is 0, else 3, so that a binary
+ * that does not know stubs refuses the database as another format (QMDB_VERSION_MISMATCH)
+ * instead of reporting its stubs as damage. A version-2 record's stub_end must be 0.
  *   1640   4    CRC-32C of bytes [0, 1640)
  *   2048   1644 a second copy of bytes [0, 1644): a damaged byte in one copy loses nothing,
  *                the other copy is used. Within a slot the copy with the higher sequence wins.
@@ -55,12 +60,14 @@
 
 #define QM_META_SLOT 4096u
 #define QM_META_LEN 1644u
-#define QM_META_COPY 2048u /* offset of the second copy inside a slot */
-#define QM_ROOTS_REC 40u   /* one ROOTS record */
+#define QM_META_COPY 2048u       /* offset of the second copy inside a slot */
+#define QM_ROOTS_REC 40u         /* one ROOTS record */
+#define QM_META_VERSION_STUBS 3u /* the format version of a record with a nonzero stub_end */
 
 typedef struct qm_shard_meta {
     u64 next_sn, sn_start, sn_start_pos, live;
     u64 entry_size, entry_head, first_twig;
+    u64 stub_end; /* stubs may stand below this SN (restored databases); 0: none */
     u8 root[32];
 } qm_shard_meta;
 

@@ -430,6 +430,19 @@ ph_update(const qm_proof_ctx *ctx, qm_proof_cache *c, qm_shard *s, ph_shard *ph)
         u32 len = qm_entry_len_from_header(p);
         QM_TRY(qm_scan_get(&sc, pos, len, &p));
         qm_entry e;
+        u64 i = sn - tb, ssn;
+        u8 leaf[32];
+        if (qm_entry_is_stub(p) && sn < s->stub_end && qm_stub_decode(p, len, &ssn, leaf) == 0 &&
+            ssn == sn) {
+            /* A stub of a restored database: dead at every height the cache answers (all
+             * from the restore height on), so never read; its leaf spreads it over the keys. */
+            ph->pos[i] = pos;
+            ph->verh[i] = UINT64_MAX;
+            ph->deact[i] = PH_NONE;
+            ph->keys[i] = (ph_key){qm_hist_kh8(leaf), sn};
+            pos += len;
+            continue;
+        }
         if (qm_entry_decode(p, len, &e) != 0 || e.sn != sn) {
             rc = QM_CORRUPT(s->err,
                             "shard %u entry log: bad entry at offset %" PRIu64
@@ -437,7 +450,6 @@ ph_update(const qm_proof_ctx *ctx, qm_proof_cache *c, qm_shard *s, ph_shard *ph)
                             s->id, pos, sn);
             goto out;
         }
-        u64 i = sn - tb;
         ph->pos[i] = pos;
         ph->verh[i] = e.version > 0 ? (u64)e.version >> 24 : 0;
         ph->deact[i] = PH_NONE;

@@ -130,7 +130,12 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
         const u8 *p;
         u32 len;
         qm_entry e;
-        QM_TRY(qm_shard_scan_entry(s, &sc, pos, sn, &p, &len, &e));
+        u8 leaf[32];
+        rc = qm_shard_scan_rec(s, &sc, pos, sn, &p, &len, &e, leaf);
+        if (rc < 0)
+            goto out;
+        bool stub = rc == 1;
+        rc = 0;
         u64 id = sn >> QM_TWIG_SHIFT;
         unsigned bit = (unsigned)(sn & QM_TWIG_MASK);
         qm_twig *tw = qm_tree_twig(t, id);
@@ -143,6 +148,24 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
         }
         if (bit == 0)
             tw->first_pos = pos;
+        if (stub) {
+            /* A dead entry of a restored database: only its leaf. Stubs never stand in the
+             * youngest twig (restore.c carries it whole). */
+            if (sn >= ysn) {
+                rc = QM_CORRUPT(s->err, "%s: a stub at log offset %" PRIu64 " in the youngest twig",
+                                s->entries.path_prefix, pos);
+                goto out;
+            }
+            recs[sn - sn0].pos = pos;
+            memset(recs[sn - sn0].kh, 0, 8);
+            if (vnodes) {
+                memcpy(vnodes[2048 + bit], leaf, 32);
+                if (bit == QM_TWIG_MASK)
+                    QM_TRY(verify_full_twig(s, id, vnodes, recs, sn0));
+            }
+            pos += len;
+            continue;
+        }
         /* Entries are appended in block order, and every block's compaction copies follow an
          * entry carrying that block's height, so the running maximum of version>>24 is the
          * height at which each entry was appended. */
@@ -159,6 +182,9 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
             if (d < sn0)
                 continue; /* in a pruned twig: already dead */
             if (!qm_tree_is_active(t, d)) {
+                /* An entry the snapshot carried may name one it carried as a stub (dead). */
+                if (sn < s->stub_end)
+                    continue;
                 rc = QM_CORRUPT(s->err,
                                 "%s: entry at log offset %" PRIu64 " deactivates SN %" PRIu64
                                 " which is not live",
@@ -176,7 +202,6 @@ recover_scan(qm_shard *s, const qm_shard_meta *m)
         recs[sn - sn0].pos = pos;
         memcpy(recs[sn - sn0].kh, kh, 8);
         if (sn >= ysn || vnodes) {
-            u8 leaf[32];
             qm_entry_hash(p, leaf);
             if (sn >= ysn)
                 memcpy(t->ltree[2048 + bit], leaf, 32);
@@ -249,6 +274,7 @@ qm_shard_open(qm_shard *s, unsigned id, const char *dir, const qm_params *par,
     int rc;
     s->sn_start = m->sn_start;
     s->sn_start_pos = m->sn_start_pos;
+    s->stub_end = m->stub_end;
     s->live = m->live;
     s->entry_head = m->entry_head;
     s->pending_first_twig = m->first_twig;

@@ -310,8 +310,9 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
      * next_key_hash, version) of every entry from dbase on identifies compaction copies: an
      * entry with one DSN whose content equals the deactivated entry's. */
     u8(*dig)[16] = NULL;
+    u8 *known = NULL; /* per SN from dbase: 1 = its digest is known (0: a stub) */
     u64 dbase = 0, last_copy = 0;
-    bool have_copy = false;
+    bool have_copy = false, stubs = false;
     for (u64 i = 0; i < n; i++) {
         const rs_chunk *k = &ks[i];
         char path[4200];
@@ -326,11 +327,14 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
         size_t off = rs_records_off(k);
         for (u64 t = k->t0; t < k->t1; t++) {
             u8 rec[QM_TMETA_REC];
-            if (off >= len || (p[off] != QM_SNAP_SUMMARY && p[off] != QM_SNAP_FULL) ||
+            if (off >= len ||
+                (p[off] != QM_SNAP_SUMMARY && p[off] != QM_SNAP_FULL &&
+                 (p[off] != QM_SNAP_SPARSE || t == y)) ||
                 len - off - 1 < (p[off] == QM_SNAP_SUMMARY ? 32u : QM_ACTIVE_BYTES)) {
                 rc = rs_bad(c, k, damaged);
                 goto out;
             }
+            bool sparse = p[off] == QM_SNAP_SPARSE;
             if (p[off++] == QM_SNAP_SUMMARY) {
                 /* Summaries (all entries dead) only before the first full twig: they become
                  * the pruned prefix. */
@@ -347,7 +351,8 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
                 F = t;
                 dbase = QM_MAX(sn_start > 0 ? sn_start - 1 : 0, F << QM_TWIG_SHIFT);
                 dig = malloc(16 * (size_t)(next_sn > dbase ? next_sn - dbase : 1));
-                if (!dig) {
+                known = calloc((size_t)(next_sn > dbase ? next_sn - dbase : 1), 1);
+                if (!dig || !known) {
                     rc = -ENOMEM;
                     goto out;
                 }
@@ -364,6 +369,23 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
                     goto out;
                 }
                 const u8 *q = p + off;
+                if (sparse && !((bits[e >> 3] >> (e & 7)) & 1)) {
+                    /* A dead entry carried as its leaf hash: a stub in the log. */
+                    if (len - off < 32) {
+                        rc = rs_bad(c, k, damaged);
+                        goto out;
+                    }
+                    u8 stub[QM_STUB_LEN];
+                    memcpy(nodes[QM_TWIG_LEAVES + e], q, 32);
+                    qm_stub_encode(stub, sn, q);
+                    if (sn == sn_start)
+                        sn_start_pos = pos;
+                    QM_TRY(qm_segw_write(&ent, pos, stub, sizeof(stub)));
+                    pos += sizeof(stub);
+                    off += 32;
+                    stubs = true;
+                    continue;
+                }
                 if (len - off < QM_ENTRY_FIXED) {
                     rc = rs_bad(c, k, damaged);
                     goto out;
@@ -377,11 +399,14 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
                 qm_sha256(q, qm_entry_payload_len(kl, vl, nd), nodes[QM_TWIG_LEAVES + e]);
                 u8 cd[32];
                 qm_sha256(q + 5, kl + vl + 40, cd);
-                if (sn >= dbase)
+                if (sn >= dbase) {
                     memcpy(dig[sn - dbase], cd, 16);
+                    known[sn - dbase] = 1;
+                }
                 if (nd == 1) {
                     u64 d = qm_get_u64le(q + 53 + kl + vl);
-                    if (d >= dbase && d < sn && memcmp(dig[d - dbase], cd, 16) == 0) {
+                    if (d >= dbase && d < sn && known[d - dbase] &&
+                        memcmp(dig[d - dbase], cd, 16) == 0) {
                         have_copy = true;
                         last_copy = QM_MAX(last_copy, d);
                     }
@@ -403,7 +428,14 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
             }
         }
     }
-    if (sn_start > 0 && sn_start - 1 >= (F << QM_TWIG_SHIFT)) {
+    if (stubs) {
+        /* Sparse twigs carry dead entries as leaf hashes, so a copy or its source may be out of
+         * sight: only the copies in sight are checked (docs/SYNC.md, section 5). */
+        if (have_copy && last_copy >= sn_start) {
+            rc = rs_bad(c, tk, "a compaction copy's source lies at or above the compaction cursor");
+            goto out;
+        }
+    } else if (sn_start > 0 && sn_start - 1 >= (F << QM_TWIG_SHIFT)) {
         if (!have_copy || last_copy != sn_start - 1) {
             rc = rs_bad(c, tk,
                         "compaction cursor is not one past the source of the newest "
@@ -424,12 +456,14 @@ rs_build_shard(rs_ctx *c, unsigned s, rs_chunk *ks, u64 n, u8 (*nodes)[32], u8 *
                            .live = live,
                            .entry_size = pos,
                            .entry_head = 0,
-                           .first_twig = F};
+                           .first_twig = F,
+                           .stub_end = stubs ? next_sn : 0};
     memcpy(out->root, tk->sroots[s], 32);
     c->st.live += live;
 out:
     free(p);
     free(dig);
+    free(known);
     int r1 = qm_segw_close(&ent), r2 = qm_segw_close(&twg), r3 = qm_segw_close(&tm);
     if (rc == 0)
         rc = r1 ? r1 : r2 ? r2 : r3;

@@ -489,6 +489,14 @@ shard_compact_step(qm_shard *s)
         u32 len = qm_entry_len_from_header(p);
         QM_RET(qm_scan_get(&s->cursor, pos, len, &p));
         qm_entry e;
+        u64 ssn;
+        u8 sleaf[32];
+        if (qm_entry_is_stub(p) && sn < s->stub_end && !qm_tree_is_active(&s->tree, sn) &&
+            qm_stub_decode(p, len, &ssn, sleaf) == 0 && ssn == sn) {
+            sn++; /* a stub: a dead entry of a restored database, never moved */
+            pos += len;
+            continue;
+        }
         if (qm_entry_decode(p, len, &e) != 0 || e.sn != sn)
             return QM_CORRUPT(s->err,
                               "shard %u entry log: entry at offset %" PRIu64 " is not SN %" PRIu64
@@ -622,6 +630,8 @@ qm_shard_meta_fill(const qm_shard *s, qm_shard_meta *m)
     m->entry_size = s->entries.size;
     m->entry_head = ft > 0 ? shard_twig_start(s, ft) : 0;
     m->first_twig = ft;
+    /* Once the stub twigs are pruned, the database is of the ordinary format again. */
+    m->stub_end = (ft << QM_TWIG_SHIFT) >= s->stub_end ? 0 : s->stub_end;
     memcpy(m->root, s->tree.root, 32);
 }
 
@@ -722,6 +732,27 @@ qm_shard_scan_entry(qm_shard *s, qm_scan *sc, u64 pos, u64 sn, const u8 **p, u32
                           s->entries.path_prefix, pos / s->entries.seg_size,
                           pos % s->entries.seg_size, pos, sn);
     return 0;
+}
+
+/* Like qm_shard_scan_entry, but the record may also be a stub when sn < s->stub_end: returns
+ * 0 for an entry (*e decoded), 1 for a stub (leaf = its leaf hash, *e untouched). */
+int
+qm_shard_scan_rec(qm_shard *s, qm_scan *sc, u64 pos, u64 sn, const u8 **p, u32 *len, qm_entry *e,
+                  u8 leaf[32])
+{
+    QM_RET(qm_scan_get(sc, pos, QM_ENTRY_FIXED + 3, p));
+    if (!qm_entry_is_stub(*p))
+        return qm_shard_scan_entry(s, sc, pos, sn, p, len, e);
+    u64 ssn;
+    *len = QM_STUB_LEN;
+    if (sn >= s->stub_end || qm_stub_decode(*p, QM_STUB_LEN, &ssn, leaf) != 0 || ssn != sn)
+        return QM_CORRUPT(
+            s->err,
+            "%s.%010" PRIu64 ": bad entry at offset %" PRIu64 " (log offset %" PRIu64
+            ", expected SN %" PRIu64 "%s)",
+            s->entries.path_prefix, pos / s->entries.seg_size, pos % s->entries.seg_size, pos, sn,
+            sn >= s->stub_end ? ": a stub where only entries may stand" : ": a damaged stub");
+    return 1;
 }
 
 /* The scan must end exactly at the committed size of the log. */

@@ -76,7 +76,8 @@ typedef struct qm_shard {
     u64 pruned_deact;       /* latest deactivation height of a twig planned for pruning */
     u64 height;             /* block being applied */
     u64 compactions;
-    u8 *enc; /* encode buffer for appended entries */
+    u64 stub_end; /* stubs (entry.h) may stand at SNs below this (restored databases); 0: none */
+    u8 *enc;      /* encode buffer for appended entries */
     size_t enc_cap;
     qm_ebuf rb[4];           /* read buffers for entries under work */
     qm_scan cursor;          /* compaction cursor reader */
@@ -163,6 +164,11 @@ QM_HIDDEN int qm_shard_youngest_leaves(qm_shard *s, const qm_shard_meta *m, u64 
  * its bytes); QMDB_CORRUPT naming the segment and offset otherwise. */
 QM_HIDDEN int qm_shard_scan_entry(qm_shard *s, qm_scan *sc, u64 pos, u64 sn, const u8 **p, u32 *len,
                                   qm_entry *e);
+/* The same, but a stub (entry.h) is accepted at an SN below s->stub_end: returns 1 for a stub
+ * (leaf: its leaf hash; *e untouched), 0 for an entry. Only the open-time scan and compaction
+ * meet stubs; every other reader uses qm_shard_scan_entry, which refuses them as damage. */
+QM_HIDDEN int qm_shard_scan_rec(qm_shard *s, qm_scan *sc, u64 pos, u64 sn, const u8 **p, u32 *len,
+                                qm_entry *e, u8 leaf[32]);
 /* After a scan that ended at log offset pos: the committed log size must be exactly there. */
 QM_HIDDEN int qm_shard_scan_end(qm_shard *s, u64 pos, const qm_shard_meta *m);
 

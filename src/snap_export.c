@@ -2,7 +2,8 @@
 /*
  * snap_export.c -- qmdb_snapshot_export: hands the chunk builder (snapshot.c) the handle's
  * committed shards and writes what it builds: one file per chunk, named
- * sXX-TTTTTTTTTTTT.qmsc (shard, first twig), fsynced, then the MANIFEST (manifest.c) with
+ * sXX-TTTTTTTTTTTT.qmsc (shard, first twig; its write-back started at once, every chunk
+ * fsynced before the MANIFEST), then the MANIFEST (manifest.c) with
  * every chunk's size and SHA-256, written last so that a MANIFEST means a complete export.
  * Formats: snap_fmt.h, manifest.h, docs/SYNC.md.
  *
@@ -46,11 +47,30 @@ ex_write_file(const char *path, const u8 *p, size_t len, qm_err *err)
         }
         done += (size_t)n;
     }
-    if (rc == 0 && fsync(fd) != 0)
-        rc = -errno;
+    /* Start the write-back now; the fsync of every chunk comes before the MANIFEST
+     * (ex_sync_all), so the disk writes this chunk while the next one is built. */
+    if (rc == 0)
+        (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
     close(fd);
     if (rc)
         return qm_err_set(err, rc, "%s: %s", path, strerror(-rc));
+    return 0;
+}
+
+/* Makes every chunk file of the manifest durable (before the MANIFEST is written). */
+static int
+ex_sync_all(const ex_ctx *x)
+{
+    for (u64 i = 0; i < x->man.nchunks; i++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", x->dir, x->man.chunks[i].name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int rc = fd < 0 ? -errno : fsync(fd) != 0 ? -errno : 0;
+        if (fd >= 0)
+            close(fd);
+        if (rc)
+            return qm_err_set(x->err, rc, "%s: %s", path, strerror(-rc));
+    }
     return 0;
 }
 
@@ -144,6 +164,8 @@ qmdb_snapshot_export(qmdb_db *db, const char *outdir, uint64_t height, uint64_t 
     x.man.twig_seg = db->par.twig_seg;
     qm_snap_ctx c = {db->shard, H, H < db->meta.height ? at : NULL, root, &db->err};
     int rc = qm_snap_export(&c, twigs_per_chunk ? twigs_per_chunk : 8, ex_sink, &x);
+    if (rc == 0)
+        rc = ex_sync_all(&x);
     if (rc == 0)
         rc = qm_manifest_write(outdir, &x.man, &db->err);
     if (rc == 0 && st) {

@@ -6,10 +6,10 @@
  * A chunk is a range of twigs [t0, t1) of one shard at one height. The chunk holding the
  * shard's youngest twig is its tail; only the tail states the shard's next_sn and compaction
  * cursor, so that every other header byte of every chunk is bound by the state root.
- * Format version 1 (all integers little-endian):
+ * Format version 2 (all integers little-endian; version 1 is the same without kind 2):
  *   OFFSET  SIZE   FIELD
  *   0       4      magic "QMSC"
- *   4       1      format version (1)
+ *   4       1      format version (2; 1 is still read)
  *   5       1      shard (0..15)
  *   6       1      flags: bit 0 = tail (t1 - 1 is the youngest twig); other bits zero
  *   7       1      U = max_level - 12 of the shard tree (1..51)
@@ -29,6 +29,10 @@
  *                    1: full     256 bytes ActiveBits, then the twig's entries in SN order
  *                                (2048; the tail's youngest twig: next_sn & 2047), each in
  *                                its stored form (entry.h: padded to a multiple of 8)
+ *                    2: sparse   (version 2 only; never the tail's youngest twig) 256 bytes
+ *                                ActiveBits, then for each of the 2048 positions in SN order:
+ *                                its entry in stored form if its active bit is set, else
+ *                                (a dead entry) its 32-byte leaf hash
  * Nothing may follow the last twig record.
  *
  * Thread: pure definitions.
@@ -39,11 +43,13 @@
 #include "qm_internal.h"
 
 #define QM_SNAP_MAGIC "QMSC"
-#define QM_SNAP_VERSION 1u
+#define QM_SNAP_VERSION 2u
+#define QM_SNAP_VERSION_V1 1u
 #define QM_SNAP_HDR 576u
 #define QM_SNAP_OFF_ROOTS 64u
 #define QM_SNAP_TAIL 1u
 #define QM_SNAP_SUMMARY 0u
 #define QM_SNAP_FULL 1u
+#define QM_SNAP_SPARSE 2u
 
 #endif /* QM_SNAP_FMT_H */

@@ -149,7 +149,7 @@ qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[32], uint
         WHY("chunk is shorter than its header");
     if (memcmp(p, QM_SNAP_MAGIC, 4) != 0)
         WHY("bad magic (not a qmdb snapshot chunk)");
-    if (p[4] != QM_SNAP_VERSION)
+    if (p[4] != QM_SNAP_VERSION && p[4] != QM_SNAP_VERSION_V1)
         WHY("unsupported chunk format version");
     unsigned shard = p[5], flags = p[6], U = p[7];
     if (shard >= QM_SHARD_COUNT)
@@ -235,7 +235,10 @@ qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[32], uint
             off += 32;
             qm_twig_root(left_root, NULL, troot);
             summaries++;
-        } else if (kind == QM_SNAP_FULL) {
+        } else if (kind == QM_SNAP_FULL || (kind == QM_SNAP_SPARSE && p[4] >= 2)) {
+            bool sparse = kind == QM_SNAP_SPARSE;
+            if (sparse && t == y)
+                WHY("sparse record for the youngest twig");
             if (len - off < QM_ACTIVE_BYTES)
                 WHY("truncated ActiveBits");
             const u8 *bits = p + off;
@@ -255,13 +258,20 @@ qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[32], uint
             for (unsigned i = 0; i < cnt; i++) {
                 u8 leaf[32];
                 u32 slen;
-                QM_RET(sv_entry(p + off, len - off, base + i, &slen, leaf, why));
-                off += slen;
-                log_bytes += slen;
+                if (sparse && !((bits[i >> 3] >> (i & 7)) & 1)) {
+                    if (len - off < 32)
+                        WHY("truncated leaf hash");
+                    memcpy(leaf, p + off, 32); /* a dead entry: its leaf only */
+                    off += 32;
+                } else {
+                    QM_RET(sv_entry(p + off, len - off, base + i, &slen, leaf, why));
+                    off += slen;
+                    log_bytes += slen;
+                    entries++;
+                }
                 if (!sv_push(&lf, 0, i, leaf))
                     WHY("left tree fold failed");
             }
-            entries += cnt;
             if (cnt == 0)
                 memcpy(left_root, qm_null_left(11), 32);
             else if (!lf.done && !sv_flush(&lf, 0, sv_null_left, NULL))

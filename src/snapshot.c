@@ -13,8 +13,9 @@
  * The 16 view roots must hash to the state root of the height.
  *
  * Then, per shard, F is the first twig with a live entry (or the youngest); twigs below F
- * travel as summaries (left roots; pruned ones read from the twig-meta file), twigs from F on
- * in full: ActiveBits and entries read sequentially from the entry log.
+ * travel as summaries (left roots; pruned ones read from the twig-meta file), twigs from F to
+ * the youngest as sparse records (ActiveBits, live entries from the entry log, the leaf hashes
+ * of dead ones from the twig file), the youngest in full (its entries from the log).
  *
  * Thread: the handle's one caller (snapshot.h).
  */
@@ -258,22 +259,40 @@ sx_prefix(sx_buf *b, const qm_snap_ctx *c, qm_shard *s, const sx_view *vs)
     return 0;
 }
 
-/* A chunk of full twigs [t0, t1), t0 >= F. */
+/* A chunk of twigs [t0, t1), t0 >= F: each full twig below the youngest as a sparse record
+ * (its live entries from the log; the leaves of its dead ones from its twig-file record, so
+ * that their bytes, or a restored database's stubs, are only stepped over), the youngest in
+ * full. rec: QM_TWIG_REC bytes of scratch. */
 static int
 sx_full(sx_buf *b, const qm_snap_ctx *c, qm_shard *s, const sx_view *vs, qm_scan *sc, u64 t0,
-        u64 t1)
+        u64 t1, u8 *rec)
 {
     const sx_view *v = &vs[s->id];
     QM_RET(sx_head(b, c, s, vs, t0, t1));
-    u8 kind = QM_SNAP_FULL;
     for (u64 id = t0; id < t1; id++) {
+        bool sparse = id < v->y;
+        u8 kind = sparse ? QM_SNAP_SPARSE : QM_SNAP_FULL;
+        const u8 *bits = sx_bits(v, id);
         QM_RET(sx_put(b, &kind, 1));
-        QM_RET(sx_put(b, sx_bits(v, id), QM_ACTIVE_BYTES));
+        QM_RET(sx_put(b, bits, QM_ACTIVE_BYTES));
         u64 cnt = id < v->y ? QM_TWIG_LEAVES : (v->next_sn & QM_TWIG_MASK);
         u64 pos = cnt ? qm_tree_first_pos(&s->tree, id) : 0;
+        if (sparse) {
+            QM_RET(qm_hpfile_read(&s->twigs, id * QM_TWIG_REC, rec, QM_TWIG_REC));
+            if (qm_twigrec_check(rec, QM_TWIG_REC, id) != 0 ||
+                memcmp(rec, qm_tree_twig(&s->tree, id)->left_root, 32) != 0)
+                return QM_CORRUPT(c->err, "%s: twig record %" PRIu64 " is corrupt",
+                                  s->twigs.path_prefix, id);
+        }
         for (u64 i = 0; i < cnt; i++) {
             const u8 *p;
             u32 len;
+            if (sparse && !((bits[i >> 3] >> (i & 7)) & 1)) {
+                QM_RET(sx_put(b, rec + (QM_TWIG_LEAVES - 1 + i) * 32, 32));
+                QM_RET(qm_scan_get(sc, pos, 5, &p));
+                pos += qm_entry_len_from_header(p);
+                continue;
+            }
             qm_entry e;
             QM_RET(qm_shard_scan_entry(s, sc, pos, (id << QM_TWIG_SHIFT) + i, &p, &len, &e));
             QM_RET(sx_put(b, p, len));
@@ -292,8 +311,9 @@ qm_snap_export(const qm_snap_ctx *c, u64 twigs_per_chunk, qm_snap_sink sink, voi
     qm_scan sc = {0};
     sx_view *vs = calloc(QM_SHARD_COUNT, sizeof(*vs));
     u8(*nodes)[32] = malloc(QM_LEFT_NODES * 32);
+    u8 *rec = malloc(QM_TWIG_REC);
     int rc = 0;
-    if (!vs || !nodes) {
+    if (!vs || !nodes || !rec) {
         rc = -ENOMEM;
         goto out;
     }
@@ -327,7 +347,7 @@ qm_snap_export(const qm_snap_ctx *c, u64 twigs_per_chunk, qm_snap_sink sink, voi
         for (u64 t0 = v->F; t0 <= v->y; t0 += twigs_per_chunk) {
             u64 t1 = QM_MIN(v->y + 1, t0 + twigs_per_chunk);
             b.len = 0;
-            QM_TRY(sx_full(&b, c, s, vs, &sc, t0, t1));
+            QM_TRY(sx_full(&b, c, s, vs, &sc, t0, t1, rec));
             QM_TRY(sink(arg, k, t0, t1, b.p, b.len));
         }
         qm_scan_free(&sc);
@@ -339,6 +359,7 @@ out:
             sx_view_free(&vs[k]);
     free(vs);
     free(nodes);
+    free(rec);
     free(b.p);
     return rc;
 }

@@ -8,11 +8,21 @@
  * rounds (half of them; then a tampered copy of one more, which is rejected by name while
  * the kept ones stay; then the rest), and the restored database must have the source's
  * height and root, every key's value, byte-identical proofs of a sample of keys, pass
- * qmdb_check, and give the source's root after each of 50 more identical blocks.
+ * qmdb_check, and give the source's root after each of 50 more identical blocks. Sparse
+ * records make the restored log hold stubs (META of format 3): a snapshot of the restored
+ * database equals the source's, a backup of it opens verified, proofs below the restore
+ * height are refused, proofs at earlier heights from it on equal the source's, a rollback
+ * within the window works, and with compaction of every dead entry and a short window the
+ * restored database compacts past its stub twigs and prunes them (META of format 2 again).
+ *
+ * Damaged stubs (leaf hash, SN, zero bytes, key length) and a META without stub_end are
+ * refused at open and reported by qmdb_check.
  *
  * Tampering (the verifier and the restore): every bit flip and every truncation of a chunk,
  * flips across the header and range proof of a full-twig chunk and spread over its entries,
- * entries and ActiveBits pages reordered, a chunk checked against another height, another
+ * entries and ActiveBits pages reordered, a sparse record's leaf hashes flipped, a live entry
+ * replaced by its hash, a dead entry's bit set, the sparse kind in a version-1 chunk and for
+ * the youngest twig, a chunk checked against another height, another
  * height's root and another database's root, and lying manifests (another root, another
  * height, a wrong digest, a chunk left out, two chunks' names swapped).
  *
@@ -178,6 +188,69 @@ static void corpus_seed(const char *name, const unsigned char root[32], uint64_t
 
 /* ---- round trip -------------------------------------------------------------------------- */
 
+/* The format version of the newest META record of dir (FORMAT.md, META): 3 while the entry
+ * log holds stubs of a restore, else 2. */
+static unsigned
+meta_version(const char *dir)
+{
+    char path[4200];
+    path_of(path, sizeof(path), dir, "META");
+    size_t len;
+    unsigned char *m = read_all(path, &len);
+    REQUIRE(m && len >= 24);
+    uint64_t seq[2] = {0, 0};
+    for (int k = 0; k < (len >= 4096 + 24 ? 2 : 1); k++)
+        for (int i = 0; i < 8; i++)
+            seq[k] |= (uint64_t)m[4096 * k + 16 + i] << (8 * i);
+    const unsigned char *v = m + (seq[1] > seq[0] ? 4096 : 0) + 8;
+    unsigned ver = v[0] | (unsigned)v[1] << 8 | (unsigned)v[2] << 16 | (unsigned)v[3] << 24;
+    free(m);
+    return ver;
+}
+
+/* Proofs of a sample of keys at height h: byte-identical on a and b. */
+static void
+compare_proofs_at(qmdb_db *a, qmdb_db *b, uint64_t h)
+{
+    unsigned proofs = 0;
+    for (unsigned i = 0; i < NKEYS; i += 131) {
+        char k[16];
+        size_t kl;
+        key_of(i, k, &kl);
+        uint8_t *pa = NULL, *pb = NULL;
+        size_t na = 0, nb = 0;
+        int x = qmdb_prove(a, k, kl, h, &pa, &na);
+        int y = qmdb_prove(b, k, kl, h, &pb, &nb);
+        CHECK_OK(x);
+        CHECK_OK(y);
+        CHECK(x == 0 && y == 0 && na == nb && memcmp(pa, pb, na) == 0);
+        qmdb_proof_free(pa);
+        qmdb_proof_free(pb);
+        proofs++;
+    }
+    CHECK(proofs > 40);
+}
+
+static void compare_dbs(qmdb_db *a, qmdb_db *b, const unsigned char root[32]);
+
+/* Exports db (latest height, one twig per chunk) into snap and restores that into dst; the
+ * restored root must be root. */
+static void
+reexport(qmdb_db *db, const char *snap, const char *dst, const unsigned char root[32])
+{
+    qmdb_snapshot_stat st = QMDB_SNAPSHOT_STAT_INIT, rs = QMDB_SNAPSHOT_STAT_INIT;
+    CHECK_OK(qmdb_snapshot_export(db, snap, UINT64_MAX, 1, &st));
+    CHECK_MEM(st.root, root, 32);
+    CHECK_OK(qmdb_snapshot_restore(dst, snap, root, qmdb_height(db), NULL, NULL, &rs));
+    if (test_failures)
+        fprintf(stderr, "restore of a re-export: %s\n", qmdb_open_error());
+    CHECK_EQ_U64(rs.live, st.live);
+    qmdb_db *c = NULL;
+    REQUIRE(qmdb_open(dst, NULL, &c) == 0);
+    compare_dbs(db, c, root);
+    CHECK_OK(qmdb_close(c));
+}
+
 static void
 compare_dbs(qmdb_db *a, qmdb_db *b, const unsigned char root[32])
 {
@@ -317,12 +390,52 @@ round_trip(const char *name, uint64_t thres, uint32_t ratio, uint32_t div, uint6
     CHECK_OK(qmdb_check(dst, NULL, NULL, &problems));
     CHECK_EQ_U64(problems, 0);
 
+    /* Dead entries of the sparse twigs were restored as stubs: META says so. */
+    CHECK_EQ_U64(meta_version(dst), 3);
     qmdb_db *cp = NULL;
     REQUIRE(qmdb_open(dst, NULL, &cp) == 0);
     compare_dbs(db, cp, root);
     unsigned char r[32];
     CHECK_RC(qmdb_root(cp, H - 1, r), QMDB_PRUNED);
     CHECK_RC(qmdb_root(cp, 0, r), QMDB_PRUNED);
+    {
+        /* Proofs below the restore height are refused. */
+        uint8_t *pp = NULL;
+        size_t pn = 0;
+        CHECK_RC(qmdb_prove(cp, "key00001", 8, H - 1, &pp, &pn), QMDB_PRUNED);
+        qmdb_proof_free(pp);
+    }
+    /* A snapshot of the restored database (its stubs become leaf hashes again) is the
+     * source's snapshot, byte for byte, and restores to the same root. */
+    char snap3[4200], dst3[4200];
+    snprintf(snap3, sizeof(snap3), "%s-re", snap);
+    snprintf(dst3, sizeof(dst3), "%s-re", dst);
+    reexport(cp, snap3, dst3, root);
+    {
+        char m1[4200], m2[4200];
+        size_t l1, l2;
+        path_of(m1, sizeof(m1), snap, "MANIFEST");
+        path_of(m2, sizeof(m2), snap3, "MANIFEST");
+        unsigned char *a = read_all(m1, &l1), *b = read_all(m2, &l2);
+        CHECK(a && b && l1 == l2 && memcmp(a, b, l1) == 0);
+        free(a);
+        free(b);
+    }
+    rm_rf(snap3);
+    rm_rf(dst3);
+    /* A backup of the restored database keeps its stubs (META of format 3) and opens with
+     * full verification to the same state. */
+    {
+        char bk[4200];
+        snprintf(bk, sizeof(bk), "%s-backup", dst);
+        CHECK_OK(qmdb_backup(cp, bk));
+        CHECK_EQ_U64(meta_version(bk), 3);
+        qmdb_db *b = NULL;
+        REQUIRE(qmdb_open(bk, NULL, &b) == 0);
+        compare_dbs(db, b, root);
+        CHECK_OK(qmdb_close(b));
+        rm_rf(bk);
+    }
     /* The same 50 next blocks on both. */
     for (uint64_t h = H + 1; h <= H + 50; h++) {
         unsigned char ra[32], rb[32];
@@ -332,7 +445,70 @@ round_trip(const char *name, uint64_t thres, uint32_t ratio, uint32_t div, uint6
     }
     REQUIRE(qmdb_root(db, UINT64_MAX, root) == 0);
     compare_dbs(db, cp, root);
+    /* Historical proofs at heights from the restore height on, within the window. */
+    compare_proofs_at(db, cp, history >= 100 ? H + 1 : H + 49);
+    if (history >= 100)
+        compare_proofs_at(db, cp, H + 25);
+    /* A rollback within the window, and the same blocks again. */
+    uint64_t back = H + 50 - (history >= 100 ? 8 : 2);
+    CHECK_OK(qmdb_rollback(db, back));
+    CHECK_OK(qmdb_rollback(cp, back));
+    for (uint64_t h = back + 1; h <= H + 50; h++) {
+        unsigned char ra[32], rb[32];
+        block(db, h, 2, 300, ra);
+        block(cp, h, 2, 300, rb);
+        CHECK_MEM(rb, ra, 32);
+    }
+    {
+        unsigned char ra[32];
+        CHECK_OK(qmdb_root(db, UINT64_MAX, ra));
+        CHECK_MEM(ra, root, 32);
+    }
+    /* With compaction of every dead entry and a short window, the restored database has
+     * compacted past its stub twigs and pruned them: META is of the ordinary format again.
+     * Otherwise its stubs remain. */
+    if (want_pruned) {
+        for (uint64_t h = H + 51; h <= H + 400 && meta_version(dst) == 3; h++) {
+            unsigned char ra[32], rb[32];
+            block(db, h, 4, 300, ra);
+            block(cp, h, 4, 300, rb);
+            CHECK_MEM(rb, ra, 32);
+        }
+        CHECK_EQ_U64(meta_version(dst), 2);
+        REQUIRE(qmdb_root(db, UINT64_MAX, root) == 0);
+        compare_dbs(db, cp, root);
+    } else {
+        CHECK_EQ_U64(meta_version(dst), 3);
+    }
+    /* A snapshot of the restored database after those blocks restores to the same root; so
+     * does one of an earlier height of it (its stub twigs still unpruned without compaction). */
+    reexport(cp, snap3, dst3, root);
+    rm_rf(snap3);
+    rm_rf(dst3);
+    {
+        uint64_t he = qmdb_height(cp) - 2;
+        unsigned char rh[32], rr[32];
+        CHECK_OK(qmdb_root(cp, he, rh));
+        qmdb_snapshot_stat es = QMDB_SNAPSHOT_STAT_INIT;
+        int xrc = qmdb_snapshot_export(cp, snap3, he, 1, &es);
+        if (history >= 100)
+            CHECK_OK(xrc); /* (with the 3-block window, pruning may have passed it) */
+        if (xrc == 0) {
+            CHECK_MEM(es.root, rh, 32);
+            CHECK_OK(qmdb_snapshot_restore(dst3, snap3, rh, he, NULL, NULL, NULL));
+            qmdb_db *c = NULL;
+            REQUIRE(qmdb_open(dst3, NULL, &c) == 0);
+            CHECK_OK(qmdb_root(c, UINT64_MAX, rr));
+            CHECK_MEM(rr, rh, 32);
+            CHECK_OK(qmdb_close(c));
+        } else {
+            CHECK_RC(xrc, QMDB_PRUNED);
+        }
+        rm_rf(snap3);
+        rm_rf(dst3);
+    }
     CHECK_OK(qmdb_close(cp));
+    uint64_t H2 = qmdb_height(db);
     CHECK_OK(qmdb_close(db));
     problems = 99;
     CHECK_OK(qmdb_check(dst, NULL, NULL, &problems));
@@ -340,7 +516,7 @@ round_trip(const char *name, uint64_t thres, uint32_t ratio, uint32_t div, uint6
 
     /* An earlier height: exported from a read-only handle of the source, restored, then the
      * source rolled back to it and both given the same 20 blocks. */
-    uint64_t H2 = H + 50, h = H2 - (history >= 100 ? 10 : 2);
+    uint64_t h = H2 - (history >= 100 ? 10 : 2);
     char snap2[4200], dst2[4200];
     snprintf(snap2, sizeof(snap2), "%s-h", snap);
     snprintf(dst2, sizeof(dst2), "%s-h", dst);
@@ -418,6 +594,25 @@ corpus_seed(const char *name, const unsigned char root[32], uint64_t h, const un
     REQUIRE(fwrite(root, 1, 32, f) == 32 && fwrite(hb, 1, 8, f) == 8 &&
             fwrite(c, 1, len, f) == len);
     fclose(f);
+}
+
+/* Offset of a chunk's first twig record: the header and its range proof (snap_fmt.h). */
+static size_t
+records_off(const unsigned char *c)
+{
+    uint64_t a = 0, b = 0;
+    for (int i = 0; i < 8; i++) {
+        a |= (uint64_t)c[16 + i] << (8 * i);
+        b |= (uint64_t)c[24 + i] << (8 * i);
+    }
+    size_t off = 576;
+    for (unsigned L = 0; L < c[7]; L++) {
+        off += (a & 1) ? 32 : 0;
+        off += (b & 1) ? 32 : 0;
+        a >>= 1;
+        b = (b + 1) >> 1;
+    }
+    return off;
 }
 
 static void
@@ -508,18 +703,39 @@ tamper(void)
         f[i / 8] ^= (unsigned char)(1u << (i % 8));
     }
     CHECK_EQ_U64(accepted, 0);
-    /* Reordering: two entries (sentries are 88 bytes each) and two ActiveBits pages. */
-    size_t e0 = flen - 2048 * 88;
+    /* The full twig of sentries travels as a sparse record: ActiveBits, then each live
+     * sentry (88 bytes) or a dead one's 32-byte leaf hash. */
+    size_t r0 = records_off(f);
+    REQUIRE(r0 < flen && f[r0] == 2);
+    size_t b0 = r0 + 1, e0 = b0 + 256;
+    size_t *offs = malloc(2049 * sizeof(size_t));
+    REQUIRE(offs);
+    int live_pair = -1, dead = -1, live1 = -1;
+    offs[0] = e0;
+    for (int i = 0; i < 2048; i++) {
+        bool on = (f[b0 + i / 8] >> (i % 8)) & 1;
+        offs[i + 1] = offs[i] + (on ? 88 : 32);
+        if (!on && dead < 0)
+            dead = i;
+        if (on && live1 < 0)
+            live1 = i;
+        if (i > 0 && on && ((f[b0 + (i - 1) / 8] >> ((i - 1) % 8)) & 1) && live_pair < 0)
+            live_pair = i - 1;
+    }
+    CHECK_EQ_U64(offs[2048], flen);
+    REQUIRE(live_pair >= 0 && dead >= 0 && live1 >= 0);
+    corpus_seed("sparse-sentries", root, 2, f, flen);
+    /* Reordering: two live entries, and two ActiveBits pages. */
     unsigned char tmp[256];
-    memcpy(tmp, f + e0, 88);
-    memcpy(f + e0, f + e0 + 88, 88);
-    memcpy(f + e0 + 88, tmp, 88);
+    size_t ea = offs[live_pair];
+    memcpy(tmp, f + ea, 88);
+    memcpy(f + ea, f + ea + 88, 88);
+    memcpy(f + ea + 88, tmp, 88);
     CHECK_RC(verify(f, flen, root, 2), QMDB_BAD_PROOF);
-    memcpy(f + e0 + 88, f + e0, 88);
-    memcpy(f + e0, tmp, 88);
+    memcpy(f + ea + 88, f + ea, 88);
+    memcpy(f + ea, tmp, 88);
     CHECK_OK(verify(f, flen, root, 2));
     /* ActiveBits pages: swap two that differ (some sentries were deactivated by creates). */
-    size_t b0 = e0 - 256;
     int pi = -1, pj = -1;
     for (int i = 0; i < 8 && pi < 0; i++)
         for (int j = i + 1; j < 8; j++)
@@ -536,6 +752,51 @@ tamper(void)
     memcpy(f + b0 + 32 * pj, f + b0 + 32 * pi, 32);
     memcpy(f + b0 + 32 * pi, tmp, 32);
     CHECK_OK(verify(f, flen, root, 2));
+    /* Every bit of a dead entry's leaf hash. */
+    for (size_t i = 0; i < 256; i++) {
+        f[offs[dead] + i / 8] ^= (unsigned char)(1u << (i % 8));
+        accepted += verify(f, flen, root, 2) != QMDB_BAD_PROOF;
+        f[offs[dead] + i / 8] ^= (unsigned char)(1u << (i % 8));
+    }
+    CHECK_EQ_U64(accepted, 0);
+    /* A live entry replaced by its leaf hash: with its active bit cleared (the twig root
+     * changes), and with the bit left set (the hash does not parse as an entry). */
+    unsigned char *g = malloc(flen);
+    REQUIRE(g);
+    size_t gl = 0, el = offs[live1];
+    memcpy(g, f, el);
+    unsigned char lh[32];
+    size_t plen = 53 + (size_t)f[el] +
+                  ((size_t)f[el + 1] | (size_t)f[el + 2] << 8 | (size_t)f[el + 3] << 16) +
+                  8 * (size_t)f[el + 4];
+    SHA256(f + el, plen, lh); /* its true leaf hash */
+    memcpy(g + el, lh, 32);
+    gl = el + 32;
+    memcpy(g + gl, f + el + 88, flen - el - 88);
+    gl += flen - el - 88;
+    CHECK_RC(verify(g, gl, root, 2), QMDB_BAD_PROOF);
+    g[b0 + live1 / 8] &= (unsigned char)~(1u << (live1 % 8));
+    CHECK_RC(verify(g, gl, root, 2), QMDB_BAD_PROOF);
+    /* A dead entry's hash where ActiveBits says live. */
+    f[b0 + dead / 8] ^= (unsigned char)(1u << (dead % 8));
+    CHECK_RC(verify(f, flen, root, 2), QMDB_BAD_PROOF);
+    f[b0 + dead / 8] ^= (unsigned char)(1u << (dead % 8));
+    /* The sparse kind in a version-1 chunk, and for the youngest twig. */
+    f[4] = 1;
+    CHECK_RC(verify(f, flen, root, 2), QMDB_BAD_PROOF);
+    f[4] = 2;
+    CHECK_OK(verify(f, flen, root, 2));
+    size_t yr = records_off(y);
+    REQUIRE(y[yr] == 1);
+    y[yr] = 2;
+    CHECK_RC(verify(y, ylen, root, 2), QMDB_BAD_PROOF);
+    y[yr] = 1;
+    /* A version-1 chunk (full records only) is still read. */
+    y[4] = 1;
+    CHECK_OK(verify(y, ylen, root, 2));
+    y[4] = 2;
+    free(g);
+    free(offs);
     /* Another height, another height's root, another database. */
     CHECK_RC(verify(y, ylen, root, 3), QMDB_BAD_PROOF);
     CHECK_RC(verify(y, ylen, root, 1), QMDB_BAD_PROOF);
@@ -711,12 +972,148 @@ corpus_verifies(void)
 #endif
 }
 
+/* ---- damaged stubs ----------------------------------------------------------------------- */
+
+static uint32_t
+crc32c(const unsigned char *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1)));
+    }
+    return ~c;
+}
+
+static void
+put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Offset of the k-th stub (k = 0, 1, ...) in shard 0's first entry-log segment of dir. */
+static size_t
+find_stub(const char *dir, int k)
+{
+    char path[4200];
+    path_of(path, sizeof(path), dir, "s00.entries.0000000000");
+    size_t len;
+    unsigned char *p = read_all(path, &len);
+    REQUIRE(p);
+    size_t off = 0;
+    while (off + 56 <= len) {
+        size_t kl = p[off], vl = p[off + 1] | (size_t)p[off + 2] << 8 | (size_t)p[off + 3] << 16;
+        size_t rec = ((53 + kl + vl + 7) & ~(size_t)7) + 8 * (size_t)p[off + 4];
+        if (kl == 0 && k-- == 0)
+            break;
+        off += rec;
+    }
+    REQUIRE(off + 56 <= len);
+    free(p);
+    return off;
+}
+
+/* A copy of the restored database dir with one change, which a verifying open and qmdb_check
+ * must report as damage. */
+static void
+damaged_copy(const char *dir, const char *name, const char *file, size_t off, unsigned char x,
+             const char *expect)
+{
+    char cp[4200], cmd[9000], path[4300];
+    snprintf(cp, sizeof(cp), "%s-%s", dir, name);
+    snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s'", dir, cp);
+    REQUIRE(system(cmd) == 0);
+    path_of(path, sizeof(path), cp, file);
+    size_t len;
+    unsigned char *p = read_all(path, &len);
+    REQUIRE(p && off < len);
+    p[off] ^= x;
+    write_all(path, p, len);
+    free(p);
+    qmdb_db *db = NULL;
+    CHECK_RC(qmdb_open(cp, NULL, &db), QMDB_CORRUPT);
+    if (expect && !strstr(qmdb_open_error(), expect)) {
+        fprintf(stderr, "%s: open error '%s' lacks '%s'\n", name, qmdb_open_error(), expect);
+        CHECK(0);
+    }
+    if (db)
+        qmdb_close(db);
+    uint64_t problems = 0;
+    (void)qmdb_check(cp, NULL, NULL, &problems);
+    CHECK(problems > 0);
+    rm_rf(cp);
+}
+
+static void
+corrupt_stubs(void)
+{
+    char src[4096], snap[4096], dst[4096];
+    snprintf(src, sizeof(src), "%s/cs-src", base);
+    snprintf(snap, sizeof(snap), "%s/cs-snap", base);
+    snprintf(dst, sizeof(dst), "%s/cs-dst", base);
+    qmdb_db *db = make_source(src, 20000000, 7, 10, 100000, 3, 400);
+    unsigned char root[32];
+    REQUIRE(qmdb_root(db, UINT64_MAX, root) == 0);
+    uint64_t H = qmdb_height(db);
+    CHECK_OK(qmdb_snapshot_export(db, snap, UINT64_MAX, 2, NULL));
+    CHECK_OK(qmdb_close(db));
+    CHECK_OK(qmdb_snapshot_restore(dst, snap, root, H, NULL, NULL, NULL));
+    CHECK_EQ_U64(meta_version(dst), 3);
+    /* The sentries that creates deactivated are stubs in shard 0's first twig. */
+    size_t st = find_stub(dst, 0);
+    const char *log = "s00.entries.0000000000";
+    damaged_copy(dst, "leaf", log, st + 20, 0x01, "does not hash");
+    damaged_copy(dst, "sn", log, st + 8, 0x01, "bad entry");
+    damaged_copy(dst, "pad", log, st + 50, 0x80, "damaged stub");
+    damaged_copy(dst, "head", log, st + 6, 0x04, "damaged stub");
+    /* A stub made to look like a key of length 1 (it no longer parses as an entry). */
+    damaged_copy(dst, "klen", log, st, 0x01, NULL);
+    /* META without stub_end (shard 0's, a version-2 record with a valid CRC): the scan meets
+     * a stub where only entries may stand. */
+    char cp[4200], cmd[9000], path[4300];
+    snprintf(cp, sizeof(cp), "%s-meta", dst);
+    snprintf(cmd, sizeof(cmd), "cp -r '%s' '%s'", dst, cp);
+    REQUIRE(system(cmd) == 0);
+    path_of(path, sizeof(path), cp, "META");
+    size_t len;
+    unsigned char *m = read_all(path, &len);
+    REQUIRE(m && len >= 2048 + 1644);
+    for (int copy = 0; copy < 2; copy++) {
+        unsigned char *r = m + 2048 * copy;
+        memset(r + 104 + 56, 0, 8); /* shard 0's stub_end */
+        bool others = false;
+        for (int k = 1; k < 16; k++)
+            for (int i = 0; i < 8; i++)
+                others |= r[104 + 96 * k + 56 + i] != 0;
+        put32(r + 8, others ? 3 : 2);
+        put32(r + 1640, crc32c(r, 1640));
+    }
+    write_all(path, m, len);
+    free(m);
+    qmdb_db *x = NULL;
+    CHECK_RC(qmdb_open(cp, NULL, &x), QMDB_CORRUPT);
+    CHECK(strstr(qmdb_open_error(), "a stub where only entries may stand") != NULL);
+    if (x)
+        qmdb_close(x);
+    rm_rf(cp);
+    /* The undamaged restore opens, and passes qmdb_check. */
+    uint64_t problems = 99;
+    CHECK_OK(qmdb_check(dst, NULL, NULL, &problems));
+    CHECK_EQ_U64(problems, 0);
+    rm_rf(src);
+    rm_rf(snap);
+    rm_rf(dst);
+}
+
 int
 main(void)
 {
     REQUIRE(mkdtemp(base) != NULL);
     corpus_verifies();
     tamper();
+    corrupt_stubs();
     round_trip("default", 20000000, 7, 10, 100000, false);
     round_trip("tiny710", 1, 7, 10, 3, false);
     round_trip("tiny11", 1, 1, 1, 3, true);

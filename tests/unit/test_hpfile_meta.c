@@ -244,6 +244,26 @@ test_meta(void)
         buf[i] ^= 0x40;
     }
     CHECK_RC(qm_meta_decode(buf, 100, &r), QMDB_CORRUPT);
+    CHECK_EQ_U64(qm_get_u32le(buf + 8), QMDB_FORMAT_VERSION);
+    /* A restored database with stubs (stub_end) is written as version 3 and read back; a
+     * version-2 record with a stub_end, and a stub_end past next_sn, are damage. */
+    m.shard[3].stub_end = 4100;
+    qm_meta_encode(&m, buf);
+    CHECK_EQ_U64(qm_get_u32le(buf + 8), QM_META_VERSION_STUBS);
+    CHECK_OK(qm_meta_decode(buf, sizeof(buf), &r));
+    CHECK(memcmp(&m, &r, sizeof(m)) == 0);
+    qm_put_u32le(buf + 8, QMDB_FORMAT_VERSION);
+    qm_put_u32le(buf + QM_META_LEN - 4, qm_crc32c(0, buf, QM_META_LEN - 4));
+    CHECK_RC(qm_meta_decode(buf, sizeof(buf), &r), QMDB_CORRUPT);
+    m.shard[3].stub_end = 5004;
+    qm_meta_encode(&m, buf);
+    CHECK_RC(qm_meta_decode(buf, sizeof(buf), &r), QMDB_CORRUPT);
+    /* Another version whose CRC holds: a version mismatch, not damage. */
+    m.shard[3].stub_end = 0;
+    qm_meta_encode(&m, buf);
+    qm_put_u32le(buf + 8, 4);
+    qm_put_u32le(buf + QM_META_LEN - 4, qm_crc32c(0, buf, QM_META_LEN - 4));
+    CHECK_RC(qm_meta_decode(buf, sizeof(buf), &r), QMDB_VERSION_MISMATCH);
 
     /* Store seq 6 (slot 0) and seq 7 (slot 1); the newest wins; a torn newest falls back. */
     qm_err err = {{0}};
