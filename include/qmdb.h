@@ -667,7 +667,8 @@ typedef struct qmdb_snapshot_stat {
     uint64_t rejected; /**< restore: chunks rejected in this run */
     uint64_t missing;  /**< restore: chunks not (yet) in the input directory */
     uint64_t bytes;    /**< chunk bytes written (export) or verified in this run (restore) */
-    uint64_t entries;  /**< entries carried */
+    uint64_t entries;  /**< entries carried in their stored form: written (export) or in
+                            the chunks verified in this run (restore) */
     uint64_t live;     /**< live entries (sentries included) */
 } qmdb_snapshot_stat;
 

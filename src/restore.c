@@ -205,6 +205,7 @@ rs_keep_one(rs_ctx *c, const qm_mchunk *mc)
         return qm_err_set(&c->err, rc, "%s: %s", dst, strerror(-rc));
     c->st.accepted++;
     c->st.bytes += len;
+    c->st.entries += info.entries;
     rs_report(c, mc->name, 0, "verified and kept");
     return 0;
 }

@@ -162,7 +162,8 @@ qmdb_snapshot_export(qmdb_db *db, const char *outdir, uint64_t height, uint64_t 
     x.man.history_blocks = db->par.history_blocks;
     x.man.entry_seg = db->par.entry_seg;
     x.man.twig_seg = db->par.twig_seg;
-    qm_snap_ctx c = {db->shard, H, H < db->meta.height ? at : NULL, root, &db->err};
+    u64 carried = 0;
+    qm_snap_ctx c = {db->shard, H, H < db->meta.height ? at : NULL, root, &db->err, &carried};
     int rc = qm_snap_export(&c, twigs_per_chunk ? twigs_per_chunk : 8, ex_sink, &x);
     if (rc == 0)
         rc = ex_sync_all(&x);
@@ -175,6 +176,7 @@ qmdb_snapshot_export(qmdb_db *db, const char *outdir, uint64_t height, uint64_t 
         memcpy(st->root, root, 32);
         st->chunks = x.man.nchunks;
         st->bytes = x.bytes;
+        st->entries = carried;
         st->live = live;
         if (H == db->meta.height)
             for (unsigned k = 0; k < QM_SHARD_COUNT; k++)

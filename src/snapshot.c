@@ -297,6 +297,8 @@ sx_full(sx_buf *b, const qm_snap_ctx *c, qm_shard *s, const sx_view *vs, qm_scan
             QM_RET(qm_shard_scan_entry(s, sc, pos, (id << QM_TWIG_SHIFT) + i, &p, &len, &e));
             QM_RET(sx_put(b, p, len));
             pos += len;
+            if (c->entries)
+                (*c->entries)++;
         }
     }
     return 0;

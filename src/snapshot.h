@@ -27,6 +27,7 @@ typedef struct qm_snap_ctx {
     const qm_snap_at *at;    /* QM_SHARD_COUNT states of `height`; NULL: the latest */
     const u8 *root;          /* the state root of `height` (checked against the rebuilt one) */
     qm_err *err;
+    u64 *entries; /* out (may be NULL): += the entries carried in their stored form */
 } qm_snap_ctx;
 
 /* Exports every shard: the dead prefix as one chunk of left roots (when there is one), then
