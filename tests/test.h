@@ -68,6 +68,30 @@ static int test_checks;
         }                                                                                   \
     } while (0)
 
+/* A new empty directory $TMPDIR/qmdb-<what>-<tag>-XXXXXX (/tmp without TMPDIR); the caller
+ * owns the returned string and passes it to test_remove_dir. */
+static inline char *
+test_make_dir(const char *what, const char *tag)
+{
+    char tmpl[256];
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(tmpl, sizeof(tmpl), "%s/qmdb-%s-%s-XXXXXX", base, what, tag);
+    char *d = mkdtemp(tmpl);
+    REQUIRE(d != NULL);
+    return strdup(d);
+}
+
+/* Removes directory d and everything in it, and frees d. */
+static inline void
+test_remove_dir(char *d)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
+    if (system(cmd) != 0)
+        fprintf(stderr, "warning: could not remove %s\n", d);
+    free(d);
+}
+
 /* xorshift64: the tests' deterministic random numbers (state must start nonzero). */
 static inline uint64_t
 test_xorshift(uint64_t *s)

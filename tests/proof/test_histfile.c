@@ -46,22 +46,7 @@ rnd(void)
 static char *
 make_dir(const char *tag)
 {
-    char tmpl[256];
-    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(tmpl, sizeof(tmpl), "%s/qmdb-hist-%s-XXXXXX", base, tag);
-    char *d = mkdtemp(tmpl);
-    REQUIRE(d != NULL);
-    return strdup(d);
-}
-
-static void
-remove_dir(char *d)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
-    if (system(cmd) != 0)
-        fprintf(stderr, "warning: could not remove %s\n", d);
-    free(d);
+    return test_make_dir("hist", tag);
 }
 
 static void
@@ -287,7 +272,7 @@ test_reopen(void)
     CHECK_OK(qmdb_close(db));
     free_res(a);
     free_res(b);
-    remove_dir(dir);
+    test_remove_dir(dir);
 }
 
 /* Damages file s of dir: 0 a header byte, 1 a byte of the last SN's position (read when the
@@ -398,7 +383,7 @@ test_damage(void)
     hist_path(r, dir, 7);
     copy_file(p, r);
     check_ignored(dir, 15, 1, 210, 20);
-    remove_dir(other);
+    test_remove_dir(other);
     /* An older file of this database: still used (its tail is scanned). */
     for (unsigned s = 0; s < 16; s++) {
         hist_path(p, dir, s);
@@ -409,7 +394,7 @@ test_damage(void)
     commit_blocks(db, 21, 25, 200);
     CHECK_OK(qmdb_close(db)); /* no proof: the files stay those of height 20 */
     check_ignored(dir, 16, 0, 220, 25);
-    remove_dir(dir);
+    test_remove_dir(dir);
 }
 
 static void
@@ -450,7 +435,7 @@ test_rollback(void)
     same_res(a, b);
     free_res(a);
     free_res(b);
-    remove_dir(dir);
+    test_remove_dir(dir);
 }
 
 /* Blocks from..to rewriting keys 0..39 sixty times each (one transaction per write): with
@@ -509,7 +494,7 @@ test_pruning(void)
     CHECK(same_res(a, b) > 0);
     free_res(a);
     free_res(b);
-    remove_dir(dir);
+    test_remove_dir(dir);
 }
 
 /* The child: rounds of blocks, proofs (building caches) and closes until killed. */
@@ -564,7 +549,7 @@ test_crash(void)
         free_res(b);
     }
     CHECK(used > 0);
-    remove_dir(dir);
+    test_remove_dir(dir);
 }
 
 int

@@ -47,22 +47,7 @@ now_s(void)
 static char *
 make_dir(const char *tag)
 {
-    char tmpl[256];
-    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(tmpl, sizeof(tmpl), "%s/qmdb-proof-%s-XXXXXX", base, tag);
-    char *d = mkdtemp(tmpl);
-    REQUIRE(d != NULL);
-    return strdup(d);
-}
-
-static void
-remove_dir(char *d)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
-    if (system(cmd) != 0)
-        fprintf(stderr, "warning: could not remove %s\n", d);
-    free(d);
+    return test_make_dir("proof", tag);
 }
 
 static void
@@ -308,7 +293,7 @@ test_inclusion_exclusion(void)
     CHECK_RC(qmdb_prove(db, key, 0, h, &p, &len), QMDB_INVALID);
     free(ver);
     CHECK_OK(qmdb_close(db));
-    remove_dir(dir);
+    test_remove_dir(dir);
 }
 
 /* ---- history against a model of every height -------------------------------------------- */
@@ -455,7 +440,7 @@ test_history(u32 ratio, u32 div, unsigned max_ops)
     CHECK(nabs > 100);
     free(model);
     CHECK_OK(qmdb_close(db));
-    remove_dir(dir);
+    test_remove_dir(dir);
 }
 
 /* ---- pruning ---------------------------------------------------------------------------- */
@@ -538,7 +523,7 @@ test_pruned(void)
     CHECK(pruned > 0);
     CHECK(ok > 0);
     CHECK_OK(qmdb_close(db));
-    remove_dir(dir);
+    test_remove_dir(dir);
 }
 
 /* ---- tampering -------------------------------------------------------------------------- */
@@ -698,7 +683,7 @@ test_tamper(void)
         free(p);
     }
     CHECK_OK(qmdb_close(db));
-    remove_dir(dir);
+    test_remove_dir(dir);
 }
 
 int
