@@ -165,14 +165,12 @@ job_shard_sync(void *arg, size_t i)
 void
 global_root(qm_shard *shards, u8 out[32])
 {
-    u8 lvl[8][32];
-    for (unsigned i = 0; i < 8; i++)
-        qm_h2(64, shards[2 * i].tree.root, shards[2 * i + 1].tree.root, lvl[i]);
-    for (unsigned i = 0; i < 4; i++)
-        qm_h2(65, lvl[2 * i], lvl[2 * i + 1], lvl[i]);
-    for (unsigned i = 0; i < 2; i++)
-        qm_h2(66, lvl[2 * i], lvl[2 * i + 1], lvl[i]);
-    qm_h2(67, lvl[0], lvl[1], out);
+    u8 r[QM_SHARD_COUNT][32];
+    for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
+        memcpy(r[i], shards[i].tree.root, 32);
+    qm_gtree g;
+    qm_global_tree((const u8(*)[32])r, &g);
+    memcpy(out, g.root, 32);
 }
 
 /* Stage F, steps (3)-(5): makes the block described by m durable (its tickets were taken by

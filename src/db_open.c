@@ -275,14 +275,6 @@ out:
     if (rc)
         snprintf(open_error, sizeof(open_error), "%s",
                  db->err.msg[0] ? db->err.msg : qmdb_strerror(rc));
-    /* The history caches that proofs built (sXX.hist), so that the next open's first
-     * historical proof needs no log scan. Best effort: a file that is missing or stale only
-     * costs that scan. */
-    if (!db->par.rdonly && !db_fatal(db) && db->submitted == db->meta.height && db->proof_cache) {
-        qm_proof_ctx ctx;
-        db_proof_ctx(db, &ctx);
-        (void)qm_proof_cache_save(&ctx);
-    }
     db_free(db);
     return rc;
 fail_early:

@@ -173,6 +173,18 @@ h2_with(qm_sha256_compress_fn f, u8 level, const u8 *l, const u8 *r, u8 *out)
 }
 
 void
+qm_global_tree(const u8 (*roots)[32], qm_gtree *g)
+{
+    for (unsigned i = 0; i < 8; i++)
+        qm_h2(64, roots[2 * i], roots[2 * i + 1], g->n1[i]);
+    for (unsigned i = 0; i < 4; i++)
+        qm_h2(65, g->n1[2 * i], g->n1[2 * i + 1], g->n2[i]);
+    for (unsigned i = 0; i < 2; i++)
+        qm_h2(66, g->n2[2 * i], g->n2[2 * i + 1], g->n3[i]);
+    qm_h2(67, g->n3[0], g->n3[1], g->root);
+}
+
+void
 qm_h2(u8 level, const u8 l[32], const u8 r[32], u8 out[32])
 {
     h2_with(hash_pick(), level, l, r, out);

@@ -35,6 +35,13 @@ typedef struct qm_h2_job {
 } qm_h2_job;
 QM_HIDDEN void qm_h2_batch(const qm_h2_job *jobs, size_t n);
 
+/* The global tree over the 16 shard roots (FORMAT.md §5): its nodes of levels 65, 66 and 67
+ * (n1, n2, n3) and the state root. */
+typedef struct qm_gtree {
+    u8 n1[8][32], n2[4][32], n3[2][32], root[32];
+} qm_gtree;
+QM_HIDDEN void qm_global_tree(const u8 (*roots)[32], qm_gtree *g);
+
 /* Count of SHA-256 compressions done by this thread (for statistics). */
 QM_HIDDEN u64 qm_hash_compressions(void);
 

@@ -70,7 +70,8 @@ struct qm_proof_cache {
     /* The global tree's levels 1..3 (FORMAT.md §5) over the shard roots `gr` they were
      * computed from: every proof needs four of its nodes, and they change only with a root. */
     bool g_valid;
-    u8 gr[QM_SHARD_COUNT][32], g1[8][32], g2[4][32], g3[2][32];
+    u8 gr[QM_SHARD_COUNT][32];
+    qm_gtree g;
 };
 
 typedef struct ph_shard ph_shard;
@@ -426,29 +427,23 @@ ph_update(const qm_proof_ctx *ctx, qm_proof_cache *c, qm_shard *s, ph_shard *ph)
     u64 pos = ph->scan_pos;
     for (u64 sn = ph->upto; sn < t->next_sn; sn++) {
         const u8 *p;
-        QM_TRY(qm_scan_get(&sc, pos, QM_ENTRY_FIXED + 3, &p));
-        u32 len = qm_entry_len_from_header(p);
-        QM_TRY(qm_scan_get(&sc, pos, len, &p));
+        u32 len;
         qm_entry e;
-        u64 i = sn - tb, ssn;
+        u64 i = sn - tb;
         u8 leaf[32];
-        if (qm_entry_is_stub(p) && sn < s->stub_end && qm_stub_decode(p, len, &ssn, leaf) == 0 &&
-            ssn == sn) {
+        rc = qm_shard_scan_rec(s, &sc, pos, sn, &p, &len, &e, leaf);
+        if (rc < 0)
+            goto out;
+        if (rc == 1) {
             /* A stub of a restored database: dead at every height the cache answers (all
              * from the restore height on), so never read; its leaf spreads it over the keys. */
+            rc = 0;
             ph->pos[i] = pos;
             ph->verh[i] = UINT64_MAX;
             ph->deact[i] = PH_NONE;
             ph->keys[i] = (ph_key){qm_hist_kh8(leaf), sn};
             pos += len;
             continue;
-        }
-        if (qm_entry_decode(p, len, &e) != 0 || e.sn != sn) {
-            rc = QM_CORRUPT(s->err,
-                            "shard %u entry log: bad entry at offset %" PRIu64
-                            " (expected SN %" PRIu64 ")",
-                            s->id, pos, sn);
-            goto out;
         }
         ph->pos[i] = pos;
         ph->verh[i] = e.version > 0 ? (u64)e.version >> 24 : 0;
@@ -511,6 +506,12 @@ qm_proof_hist(const qm_proof_ctx *ctx, unsigned shard, qm_hist_view *v)
     v->base = ph->base;
     v->upto = ph->upto;
     return 0;
+}
+
+int
+qm_hist_damaged(qm_err *err, unsigned shard)
+{
+    return QM_CORRUPT(err, "shard %u: history cache file s%02x.hist is damaged", shard, shard);
 }
 
 bool
@@ -631,17 +632,12 @@ qm_proof_global_peers(const qm_proof_ctx *ctx, unsigned k, u8 out[4][32])
     if (!same) {
         for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
             memcpy(c->gr[i], ctx->shards[i].tree.root, 32);
-        for (unsigned i = 0; i < 8; i++)
-            qm_h2(64, c->gr[2 * i], c->gr[2 * i + 1], c->g1[i]);
-        for (unsigned i = 0; i < 4; i++)
-            qm_h2(65, c->g1[2 * i], c->g1[2 * i + 1], c->g2[i]);
-        for (unsigned i = 0; i < 2; i++)
-            qm_h2(66, c->g2[2 * i], c->g2[2 * i + 1], c->g3[i]);
+        qm_global_tree((const u8(*)[32])c->gr, &c->g);
         c->g_valid = true;
     }
     memcpy(out[0], c->gr[k ^ 1], 32);
-    memcpy(out[1], c->g1[(k >> 1) ^ 1], 32);
-    memcpy(out[2], c->g2[(k >> 2) ^ 1], 32);
-    memcpy(out[3], c->g3[(k >> 3) ^ 1], 32);
+    memcpy(out[1], c->g.n1[(k >> 1) ^ 1], 32);
+    memcpy(out[2], c->g.n2[(k >> 2) ^ 1], 32);
+    memcpy(out[3], c->g.n3[(k >> 3) ^ 1], 32);
     return 0;
 }

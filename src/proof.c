@@ -81,19 +81,13 @@ find_latest(qm_shard *s, const u8 kh[32], const u8 *key, size_t klen, qm_ebuf *e
     return 0;
 }
 
-static int
-ph_bad(qm_shard *s)
-{
-    return QM_CORRUPT(s->err, "shard %u: history cache file s%02x.hist is damaged", s->id, s->id);
-}
-
 /* Reads the entry at SN sn of the cache. */
 static int
 ph_read(qm_shard *s, const qm_hist_view *v, u64 sn, qm_ebuf *b, qm_entry *e)
 {
     u64 pos = qm_hist_pos(v, sn);
     if (qm_hist_bad(v))
-        return ph_bad(s);
+        return qm_hist_damaged(s->err, s->id);
     QM_RET(qm_shard_read_entry_client(s, pos, b, e));
     if (e->sn != sn)
         return QM_CORRUPT(s->err, "shard %u: entry at %" PRIu64 " is not SN %" PRIu64, s->id, pos,
@@ -145,7 +139,7 @@ find_hist(const qm_proof_ctx *ctx, qm_shard *s, u64 h, const u8 kh[32], const u8
             }
         }
         if (qm_hist_bad(&v))
-            return ph_bad(s);
+            return qm_hist_damaged(s->err, s->id);
         if (found == PH_NONE)
             return qm_err_set(s->err, QMDB_PRUNED,
                               "shard %u: no unpruned predecessor of the key at height %" PRIu64,
@@ -158,7 +152,7 @@ find_hist(const qm_proof_ctx *ctx, qm_shard *s, u64 h, const u8 kh[32], const u8
     }
     u64 d = qm_hist_deact(&v, found);
     if (qm_hist_bad(&v))
-        return ph_bad(s);
+        return qm_hist_damaged(s->err, s->id);
     if (d == PH_NONE) {
         f->live = QM_PROOF_ACTIVE;
         return 0;

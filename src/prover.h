@@ -70,6 +70,8 @@ QM_HIDDEN u64 qm_hist_deact(const qm_hist_view *v, u64 sn);
 /* Was the content of sn live after block h? (docs/PROOFS.md, "liveness at h") */
 QM_HIDDEN bool qm_hist_live_at(const qm_hist_view *v, u64 sn, u64 h);
 QM_HIDDEN bool qm_hist_bad(const qm_hist_view *v);
+/* The error of an operation that found shard's sXX.hist damaged (QMDB_CORRUPT, named). */
+QM_HIDDEN int qm_hist_damaged(qm_err *err, unsigned shard);
 /* Positions it after the last key whose kh8 is <= kh8; qm_hist_prev then walks downward. */
 QM_HIDDEN void qm_hist_seek(const qm_hist_view *v, u64 kh8, qm_hist_iter *it);
 QM_HIDDEN bool qm_hist_prev(const qm_hist_view *v, qm_hist_iter *it, qm_hist_key *out);

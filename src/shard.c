@@ -485,24 +485,15 @@ shard_compact_step(qm_shard *s)
         if (sn >= s->tree.next_sn)
             return QM_CORRUPT(s->err, "shard %u: compaction found no live entry", s->id);
         const u8 *p;
-        QM_RET(qm_scan_get(&s->cursor, pos, QM_ENTRY_FIXED + 3, &p));
-        u32 len = qm_entry_len_from_header(p);
-        QM_RET(qm_scan_get(&s->cursor, pos, len, &p));
+        u32 len;
         qm_entry e;
-        u64 ssn;
         u8 sleaf[32];
-        if (qm_entry_is_stub(p) && sn < s->stub_end && !qm_tree_is_active(&s->tree, sn) &&
-            qm_stub_decode(p, len, &ssn, sleaf) == 0 && ssn == sn) {
-            sn++; /* a stub: a dead entry of a restored database, never moved */
-            pos += len;
-            continue;
-        }
-        if (qm_entry_decode(p, len, &e) != 0 || e.sn != sn)
-            return QM_CORRUPT(s->err,
-                              "shard %u entry log: entry at offset %" PRIu64 " is not SN %" PRIu64
-                              " (Invariant (3))",
-                              s->id, pos, sn);
-        if (!qm_tree_is_active(&s->tree, sn)) {
+        int r = qm_shard_scan_rec(s, &s->cursor, pos, sn, &p, &len, &e, sleaf);
+        if (r < 0)
+            return r;
+        if (r == 1 && qm_tree_is_active(&s->tree, sn))
+            return QM_CORRUPT(s->err, "shard %u: the stub of SN %" PRIu64 " is live", s->id, sn);
+        if (!qm_tree_is_active(&s->tree, sn)) { /* dead entries and stubs are not moved */
             sn++;
             pos += len;
             continue;
@@ -733,6 +724,8 @@ qm_shard_scan_entry(qm_shard *s, qm_scan *sc, u64 pos, u64 sn, const u8 **p, u32
                           pos % s->entries.seg_size, pos, sn);
     return 0;
 }
+
+_Static_assert(QM_ENTRY_FIXED + 3 == QM_STUB_LEN, "a stub is read whole with an entry header");
 
 /* Like qm_shard_scan_entry, but the record may also be a stub when sn < s->stub_end: returns
  * 0 for an entry (*e decoded), 1 for a stub (leaf = its leaf hash, *e untouched). */

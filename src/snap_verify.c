@@ -185,13 +185,9 @@ qmdb_chunk_verify(const uint8_t *chunk, size_t len, const uint8_t root[32], uint
 
     /* The 16 shard roots -> the state root (FORMAT.md §5). */
     const u8 *sroots = p + QM_SNAP_OFF_ROOTS;
-    u8 lvl[8][32];
-    for (unsigned i = 0; i < 8; i++)
-        qm_h2(64, sroots + 64 * i, sroots + 64 * i + 32, lvl[i]);
-    for (unsigned n = 4, L = 65; n >= 1; n >>= 1, L++)
-        for (unsigned i = 0; i < n; i++)
-            qm_h2((u8)L, lvl[2 * i], lvl[2 * i + 1], lvl[i]);
-    if (memcmp(lvl[0], root, 32) != 0)
+    qm_gtree g;
+    qm_global_tree((const u8(*)[32])sroots, &g);
+    if (memcmp(g.root, root, 32) != 0)
         WHY("shard roots do not hash to the trusted state root");
 
     /* The range proof: where each level's siblings are. */

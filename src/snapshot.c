@@ -325,13 +325,12 @@ qm_snap_export(const qm_snap_ctx *c, u64 twigs_per_chunk, qm_snap_sink sink, voi
         qm_scan_free(&sc);
     }
     /* The views must give the state root of the height. */
-    u8 lvl[8][32];
-    for (unsigned i = 0; i < 8; i++)
-        qm_h2(64, vs[2 * i].root, vs[2 * i + 1].root, lvl[i]);
-    for (unsigned n = 4, L = 65; n >= 1; n >>= 1, L++)
-        for (unsigned i = 0; i < n; i++)
-            qm_h2((u8)L, lvl[2 * i], lvl[2 * i + 1], lvl[i]);
-    if (memcmp(lvl[0], c->root, 32) != 0) {
+    u8 r[QM_SHARD_COUNT][32];
+    for (unsigned k = 0; k < QM_SHARD_COUNT; k++)
+        memcpy(r[k], vs[k].root, 32);
+    qm_gtree g;
+    qm_global_tree((const u8(*)[32])r, &g);
+    if (memcmp(g.root, c->root, 32) != 0) {
         rc = QM_CORRUPT(
             c->err, "snapshot: the rebuilt state of height %" PRIu64 " does not hash to its root",
             c->height);

@@ -73,7 +73,7 @@ hist_pos(qm_shard *s, const qm_hist_view *v, u64 sn, u64 *pos)
 {
     *pos = qm_hist_pos(v, sn);
     if (qm_hist_bad(v))
-        return QM_CORRUPT(s->err, "shard %u: history cache file is damaged", s->id);
+        return qm_hist_damaged(s->err, s->id);
     return 0;
 }
 
@@ -121,7 +121,7 @@ find_at(qm_shard *s, const qm_hist_view *v, u64 ns0, const u8 kh[32], const u8 *
         }
     }
     if (qm_hist_bad(v))
-        return QM_CORRUPT(s->err, "shard %u: history cache file is damaged", s->id);
+        return qm_hist_damaged(s->err, s->id);
     if (best == WB_NONE)
         return qm_err_set(s->err, QMDB_PRUNED, "shard %u: no unpruned predecessor of a key", s->id);
     *out = best;
@@ -205,7 +205,7 @@ root_at(const qm_proof_ctx *ctx, unsigned k, u64 ns0, u8 out[32])
         b = pb;
     }
     if (qm_hist_bad(&v))
-        rc = QM_CORRUPT(ctx->err, "shard %u: history cache file is damaged", k);
+        rc = qm_hist_damaged(ctx->err, k);
     memcpy(out, lvl[0], 32);
 out:
     free(lvl);
@@ -338,7 +338,7 @@ shard_section(const qm_proof_ctx *ctx, unsigned k, const qm_states_shard *pre,
         QM_TRY(wb_put(b, x, 4));
     }
     if (qm_hist_bad(&v))
-        rc = QM_CORRUPT(s->err, "shard %u: history cache file is damaged", k);
+        rc = qm_hist_damaged(s->err, k);
 out:
     free(need);
     free(heap);
@@ -373,17 +373,12 @@ witness_build(const qm_proof_ctx *ctx, u64 height, const qm_states_rec *pre,
     qm_put_u32le(h + 21, par->util_ratio);
     qm_put_u32le(h + 25, par->util_div);
     int rc = 0;
-    u8 r[16][32], g1[8][32], g2[4][32], g3[2][32], g[32];
+    u8 r[16][32];
     for (unsigned k = 0; k < QM_SHARD_COUNT; k++)
         QM_TRY(root_at(ctx, k, pre->sh[k].next_sn, r[k]));
-    for (unsigned i = 0; i < 8; i++)
-        qm_h2(64, r[2 * i], r[2 * i + 1], g1[i]);
-    for (unsigned i = 0; i < 4; i++)
-        qm_h2(65, g1[2 * i], g1[2 * i + 1], g2[i]);
-    for (unsigned i = 0; i < 2; i++)
-        qm_h2(66, g2[2 * i], g2[2 * i + 1], g3[i]);
-    qm_h2(67, g3[0], g3[1], g);
-    if (memcmp(g, pre_root, 32) != 0)
+    qm_gtree g;
+    qm_global_tree((const u8(*)[32])r, &g);
+    if (memcmp(g.root, pre_root, 32) != 0)
         QM_TRY(QM_CORRUPT(ctx->err,
                           "the state of height %" PRIu64 " rebuilt for the witness does "
                           "not hash to its recorded root",

@@ -689,14 +689,9 @@ qm_block_digest(const qmdb_block_op *ops, size_t nops, u8 out[32])
 static void
 wv_global(u8 r[16][32], u8 out[32])
 {
-    u8 g[8][32];
-    for (unsigned i = 0; i < 8; i++)
-        qm_h2(64, r[2 * i], r[2 * i + 1], g[i]);
-    for (unsigned i = 0; i < 4; i++)
-        qm_h2(65, g[2 * i], g[2 * i + 1], g[i]);
-    for (unsigned i = 0; i < 2; i++)
-        qm_h2(66, g[2 * i], g[2 * i + 1], g[i]);
-    qm_h2(67, g[0], g[1], out);
+    qm_gtree g;
+    qm_global_tree((const u8(*)[32])r, &g);
+    memcpy(out, g.root, 32);
 }
 
 static int
