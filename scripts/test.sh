@@ -2,7 +2,8 @@
 # test.sh -- the README's test command: installs dependencies, builds the `dev` preset
 # (Debug, ASan + UBSan, -Werror) and runs every CTest test, then builds the `tsan` preset
 # (ThreadSanitizer) and runs the threaded tests there (worker pool, API, block pipeline,
-# randomized model with the pipeline on, fault injection in the concurrent configuration).
+# randomized model with the pipeline on, fault injection in the concurrent configuration,
+# snapshot export and restore, whose export cuts the shards on the worker pool).
 # Before building, the style gates: formatting (scripts/check_format.sh) and the layer table
 # (scripts/check_layers.py). Between the
 # two builds, scripts/test_embed.sh installs a non-sanitized build into build/embed/prefix
@@ -20,5 +21,5 @@ cmake --build --preset dev
 ctest --preset dev
 scripts/test_embed.sh
 cmake --preset tsan
-cmake --build --preset tsan --target test_pool test_db test_pipeline test_model_random test_fault
+cmake --build --preset tsan --target test_pool test_db test_pipeline test_model_random test_fault test_sync
 ctest --preset tsan

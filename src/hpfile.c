@@ -544,12 +544,53 @@ qm_scan_free(qm_scan *sc)
     memset(sc, 0, sizeof(*sc));
 }
 
+void
+qm_scan_one_pass(qm_scan *sc)
+{
+    sc->one_pass = true;
+    sc->ra_end = 0;
+}
+
+/* One pass: asks for the pages of [sc->ra_end, pos + QM_SCAN_AHEAD) once the position passes
+ * half the window, a segment at a time: MADV_WILLNEED on a mapped segment, else
+ * POSIX_FADV_WILLNEED on its descriptor (both start the reads and return). */
+static void
+scan_readahead(qm_scan *sc, u64 pos)
+{
+    qm_hpfile *f = sc->f;
+    if (sc->ra_end > pos + QM_SCAN_AHEAD / 2 || qm_io_get() != qm_io_posix())
+        return;
+    u64 a = QM_MAX(sc->ra_end, pos), b = QM_MIN(pos + QM_SCAN_AHEAD, f->flushed);
+    long page = sysconf(_SC_PAGESIZE);
+    while (a < b && page > 0) {
+        u64 seg = a / f->seg_size, off = a % f->seg_size, len = QM_MIN(b - a, f->seg_size - off);
+        const u8 *v = qm_hpfile_view(f, a, (size_t)len);
+        int fd = -1;
+        if (v) {
+            uintptr_t lo = (uintptr_t)v / (uintptr_t)page * (uintptr_t)page;
+            (void)madvise((void *)lo, (size_t)((uintptr_t)v + len - lo), MADV_WILLNEED);
+        } else if (seg_fd(f, seg, false, &fd) == 0) {
+            (void)posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
+        }
+        a += len;
+    }
+    sc->ra_end = QM_MAX(b, sc->ra_end);
+}
+
 int
 qm_scan_get(qm_scan *sc, u64 pos, size_t need, const u8 **p)
 {
     if (pos >= sc->pos && pos + need <= sc->pos + sc->len) {
         *p = sc->buf + (pos - sc->pos);
         return 0;
+    }
+    if (sc->one_pass) {
+        scan_readahead(sc, pos);
+        const u8 *v = qm_hpfile_view(sc->f, pos, need);
+        if (v) {
+            *p = v;
+            return 0;
+        }
     }
     if (need > sc->cap) {
         u8 *nb = realloc(sc->buf, need);

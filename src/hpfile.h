@@ -129,18 +129,29 @@ QM_HIDDEN int qm_hpfile_cut(qm_hpfile *f, u64 size);
 QM_HIDDEN u64 qm_hpfile_disk_bytes(const qm_hpfile *f);
 
 /* Sequential reader over an hpfile, buffered (recovery scans, the compaction cursor,
- * history scans of the prover). */
+ * history scans of the prover). A one-pass scan (qm_scan_one_pass) also keeps the kernel
+ * reading ahead of it, and hands out the bytes of mapped segments in place. */
 typedef struct qm_scan {
     qm_hpfile *f;
     u8 *buf;
     size_t cap;
     u64 pos; /* logical offset of buf[0] */
     size_t len;
+    bool one_pass; /* qm_scan_one_pass */
+    u64 ra_end;    /* one pass: readahead has been asked for up to this offset */
 } qm_scan;
 
 QM_HIDDEN int qm_scan_init(qm_scan *sc, qm_hpfile *f, size_t cap);
 QM_HIDDEN void qm_scan_free(qm_scan *sc);
 /* Makes [pos, pos+need) available; *p points at it (valid until the next call). */
 QM_HIDDEN int qm_scan_get(qm_scan *sc, u64 pos, size_t need, const u8 **p);
+/* For a one-pass read of much of the file (snapshot export): asks the kernel to read
+ * QM_SCAN_AHEAD bytes ahead of the position, so that the device works while the caller
+ * computes (segment mappings and batched-read descriptors are advised for random point reads
+ * and do not read ahead), and serves the scan from the segment mappings where the handle has
+ * them (a writer's), no copy. Other bytes (a read-only handle's, a record across a segment
+ * end) still come through the buffer. The scan must only move forward. */
+QM_HIDDEN void qm_scan_one_pass(qm_scan *sc);
+#define QM_SCAN_AHEAD (8u << 20)
 
 #endif /* QM_HPFILE_H */

@@ -8,7 +8,8 @@
  * Formats: snap_fmt.h, manifest.h, docs/SYNC.md.
  *
  * Thread: the handle's one caller (a writer function: every submitted block is drained
- * first, so the shards hold exactly the committed state while it runs).
+ * first, so the shards hold exactly the committed state while it runs); the sink runs on the
+ * handle's worker pool, one shard per job, so it takes the context's mutex.
  */
 #include "db_int.h"
 #include "hash.h"
@@ -18,12 +19,15 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct ex_ctx {
     const char *dir;
+    pthread_mutex_t mu; /* guards man and bytes: shards are cut concurrently */
     qm_manifest man;
     qm_err *err;
     u64 bytes;
@@ -85,8 +89,17 @@ ex_sink(void *arg, unsigned shard, u64 t0, u64 t1, const u8 *chunk, size_t len)
     QM_RET(ex_write_file(path, chunk, len, x->err));
     u8 sha[32];
     qm_sha256(chunk, len, sha);
+    pthread_mutex_lock(&x->mu);
     x->bytes += len;
-    return qm_manifest_add(&x->man, name, len, sha);
+    int rc = qm_manifest_add(&x->man, name, len, sha);
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
+static int
+ex_cmp(const void *a, const void *b)
+{
+    return strcmp(((const qm_mchunk *)a)->name, ((const qm_mchunk *)b)->name);
 }
 
 /* The shard states and the root of an earlier height h, from STATES (rollback.c's records)
@@ -153,7 +166,7 @@ qmdb_snapshot_export(qmdb_db *db, const char *outdir, uint64_t height, uint64_t 
     snprintf(path, sizeof(path), "%s/%s", outdir, QM_MANIFEST_NAME);
     if (access(path, F_OK) == 0)
         return qm_err_set(&db->err, QMDB_EXISTS, "%s: a snapshot is already there", path);
-    ex_ctx x = {.dir = outdir, .err = &db->err};
+    ex_ctx x = {.dir = outdir, .mu = PTHREAD_MUTEX_INITIALIZER, .err = &db->err};
     x.man.height = H;
     memcpy(x.man.root, root, 32);
     x.man.compact_thres = db->par.compact_thres;
@@ -163,8 +176,18 @@ qmdb_snapshot_export(qmdb_db *db, const char *outdir, uint64_t height, uint64_t 
     x.man.entry_seg = db->par.entry_seg;
     x.man.twig_seg = db->par.twig_seg;
     u64 carried = 0;
-    qm_snap_ctx c = {db->shard, H, H < db->meta.height ? at : NULL, root, &db->err, &carried};
+    qm_snap_ctx c = {.shards = db->shard,
+                     .height = H,
+                     .at = H < db->meta.height ? at : NULL,
+                     .root = root,
+                     .err = &db->err,
+                     .entries = &carried,
+                     .pool = db_pool(db, false)};
     int rc = qm_snap_export(&c, twigs_per_chunk ? twigs_per_chunk : 8, ex_sink, &x);
+    /* The shards' chunks arrive interleaved; the MANIFEST lists them by name, which is shard
+     * then first twig (both zero-padded), as a sequential export adds them. */
+    if (rc == 0)
+        qsort(x.man.chunks, x.man.nchunks, sizeof(x.man.chunks[0]), ex_cmp);
     if (rc == 0)
         rc = ex_sync_all(&x);
     if (rc == 0)

@@ -15,14 +15,18 @@
  * Then, per shard, F is the first twig with a live entry (or the youngest); twigs below F
  * travel as summaries (left roots; pruned ones read from the twig-meta file), twigs from F to
  * the youngest as sparse records (ActiveBits, live entries from the entry log, the leaf hashes
- * of dead ones from the twig file), the youngest in full (its entries from the log).
+ * of dead ones hashed from their bytes in the log, or a restored database's stubs), the
+ * youngest in full (its entries from the log). The log is read once, front to back, with the
+ * kernel reading ahead (qm_scan_one_pass); twig files are not read.
  *
- * Thread: the handle's one caller (snapshot.h).
+ * Thread: the handle's one caller, which runs the per-shard jobs (views, then chunks) on the
+ * handle's worker pool; a job touches only its own shard, view and scratch.
  */
 #include "snapshot.h"
 
 #include "codec.h"
 #include "hash.h"
+#include "pool.h"
 #include "shard.h"
 #include "snap_fmt.h"
 #include "twigfile.h"
@@ -260,12 +264,12 @@ sx_prefix(sx_buf *b, const qm_snap_ctx *c, qm_shard *s, const sx_view *vs)
 }
 
 /* A chunk of twigs [t0, t1), t0 >= F: each full twig below the youngest as a sparse record
- * (its live entries from the log; the leaves of its dead ones from its twig-file record, so
- * that their bytes, or a restored database's stubs, are only stepped over), the youngest in
- * full. rec: QM_TWIG_REC bytes of scratch. */
+ * (its live entries from the log; the leaf hashes of its dead ones hashed from their bytes in
+ * the log, which the pass reads anyway, or taken from a restored database's stubs), the
+ * youngest in full. *carried += the entries written in stored form. */
 static int
 sx_full(sx_buf *b, const qm_snap_ctx *c, qm_shard *s, const sx_view *vs, qm_scan *sc, u64 t0,
-        u64 t1, u8 *rec)
+        u64 t1, u64 *carried)
 {
     const sx_view *v = &vs[s->id];
     QM_RET(sx_head(b, c, s, vs, t0, t1));
@@ -277,90 +281,114 @@ sx_full(sx_buf *b, const qm_snap_ctx *c, qm_shard *s, const sx_view *vs, qm_scan
         QM_RET(sx_put(b, bits, QM_ACTIVE_BYTES));
         u64 cnt = id < v->y ? QM_TWIG_LEAVES : (v->next_sn & QM_TWIG_MASK);
         u64 pos = cnt ? qm_tree_first_pos(&s->tree, id) : 0;
-        if (sparse) {
-            QM_RET(qm_hpfile_read(&s->twigs, id * QM_TWIG_REC, rec, QM_TWIG_REC));
-            if (qm_twigrec_check(rec, QM_TWIG_REC, id) != 0 ||
-                memcmp(rec, qm_tree_twig(&s->tree, id)->left_root, 32) != 0)
-                return QM_CORRUPT(c->err, "%s: twig record %" PRIu64 " is corrupt",
-                                  s->twigs.path_prefix, id);
-        }
         for (u64 i = 0; i < cnt; i++) {
             const u8 *p;
             u32 len;
+            qm_entry e;
             if (sparse && !((bits[i >> 3] >> (i & 7)) & 1)) {
-                QM_RET(sx_put(b, rec + (QM_TWIG_LEAVES - 1 + i) * 32, 32));
-                QM_RET(qm_scan_get(sc, pos, 5, &p));
-                pos += qm_entry_len_from_header(p);
+                u8 leaf[32];
+                int k =
+                    qm_shard_scan_rec(s, sc, pos, (id << QM_TWIG_SHIFT) + i, &p, &len, &e, leaf);
+                if (k < 0)
+                    return k;
+                if (k == 0)
+                    qm_entry_hash(p, leaf);
+                QM_RET(sx_put(b, leaf, 32));
+                pos += len;
                 continue;
             }
-            qm_entry e;
             QM_RET(qm_shard_scan_entry(s, sc, pos, (id << QM_TWIG_SHIFT) + i, &p, &len, &e));
             QM_RET(sx_put(b, p, len));
             pos += len;
-            if (c->entries)
-                (*c->entries)++;
+            (*carried)++;
         }
     }
     return 0;
 }
 
+/* One export run: the views of every shard (built first), then each shard's chunks. */
+typedef struct sx_run {
+    const qm_snap_ctx *c;
+    sx_view *vs;
+    u64 tpc;
+    qm_snap_sink sink;
+    void *arg;
+} sx_run;
+
+/* Pool job: the view of shard k (own scratch: jobs run concurrently). */
+static int
+sx_job_view(void *arg, size_t k)
+{
+    sx_run *r = arg;
+    qm_scan sc = {0};
+    u8(*nodes)[32] = malloc(QM_LEFT_NODES * 32);
+    int rc = nodes ? qm_scan_init(&sc, &r->c->shards[k].entries, 1u << 20) : -ENOMEM;
+    if (rc == 0)
+        rc = sx_view_build(r->c, &r->c->shards[k], r->c->at ? &r->c->at[k] : NULL, &r->vs[k], &sc,
+                           nodes);
+    qm_scan_free(&sc);
+    free(nodes);
+    return rc;
+}
+
+/* Pool job: every chunk of shard k, handed to the sink in twig order. */
+static int
+sx_job_shard(void *arg, size_t k)
+{
+    sx_run *r = arg;
+    const qm_snap_ctx *c = r->c;
+    qm_shard *s = &c->shards[k];
+    const sx_view *v = &r->vs[k];
+    sx_buf b = {0};
+    qm_scan sc = {0};
+    u64 carried = 0;
+    int rc = 0;
+    if (v->F > 0) {
+        rc = sx_prefix(&b, c, s, r->vs);
+        if (rc == 0)
+            rc = r->sink(r->arg, (unsigned)k, 0, v->F, b.p, b.len);
+    }
+    if (rc == 0)
+        rc = qm_scan_init(&sc, &s->entries, 1u << 20);
+    qm_scan_one_pass(&sc);
+    for (u64 t0 = v->F; rc == 0 && t0 <= v->y; t0 += r->tpc) {
+        u64 t1 = QM_MIN(v->y + 1, t0 + r->tpc);
+        b.len = 0;
+        rc = sx_full(&b, c, s, r->vs, &sc, t0, t1, &carried);
+        if (rc == 0)
+            rc = r->sink(r->arg, (unsigned)k, t0, t1, b.p, b.len);
+    }
+    if (c->entries)
+        __atomic_add_fetch(c->entries, carried, __ATOMIC_RELAXED);
+    qm_scan_free(&sc);
+    free(b.p);
+    return rc;
+}
+
 int
 qm_snap_export(const qm_snap_ctx *c, u64 twigs_per_chunk, qm_snap_sink sink, void *arg)
 {
-    if (twigs_per_chunk == 0)
-        twigs_per_chunk = 1;
-    sx_buf b = {0};
-    qm_scan sc = {0};
-    sx_view *vs = calloc(QM_SHARD_COUNT, sizeof(*vs));
-    u8(*nodes)[32] = malloc(QM_LEFT_NODES * 32);
-    u8 *rec = malloc(QM_TWIG_REC);
-    int rc = 0;
-    if (!vs || !nodes || !rec) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    for (unsigned k = 0; k < QM_SHARD_COUNT; k++) {
-        QM_TRY(qm_scan_init(&sc, &c->shards[k].entries, 1u << 20));
-        QM_TRY(sx_view_build(c, &c->shards[k], c->at ? &c->at[k] : NULL, &vs[k], &sc, nodes));
-        qm_scan_free(&sc);
-    }
-    /* The views must give the state root of the height. */
-    u8 r[QM_SHARD_COUNT][32];
-    for (unsigned k = 0; k < QM_SHARD_COUNT; k++)
-        memcpy(r[k], vs[k].root, 32);
-    qm_gtree g;
-    qm_global_tree((const u8(*)[32])r, &g);
-    if (memcmp(g.root, c->root, 32) != 0) {
-        rc = QM_CORRUPT(
-            c->err, "snapshot: the rebuilt state of height %" PRIu64 " does not hash to its root",
-            c->height);
-        goto out;
-    }
-    for (unsigned k = 0; k < QM_SHARD_COUNT; k++) {
-        qm_shard *s = &c->shards[k];
-        const sx_view *v = &vs[k];
-        if (v->F > 0) {
-            b.len = 0;
-            QM_TRY(sx_prefix(&b, c, s, vs));
-            QM_TRY(sink(arg, k, 0, v->F, b.p, b.len));
-        }
-        QM_TRY(qm_scan_init(&sc, &s->entries, 1u << 20));
-        for (u64 t0 = v->F; t0 <= v->y; t0 += twigs_per_chunk) {
-            u64 t1 = QM_MIN(v->y + 1, t0 + twigs_per_chunk);
-            b.len = 0;
-            QM_TRY(sx_full(&b, c, s, vs, &sc, t0, t1, rec));
-            QM_TRY(sink(arg, k, t0, t1, b.p, b.len));
-        }
-        qm_scan_free(&sc);
-    }
-out:
-    qm_scan_free(&sc);
-    if (vs)
+    sx_run r = {c, calloc(QM_SHARD_COUNT, sizeof(sx_view)), QM_MAX(twigs_per_chunk, 1), sink, arg};
+    if (!r.vs)
+        return -ENOMEM;
+    int rc = qm_pool_run(c->pool, QM_SHARD_COUNT, sx_job_view, &r);
+    if (rc == 0) {
+        /* The views must give the state root of the height. */
+        u8 roots[QM_SHARD_COUNT][32];
         for (unsigned k = 0; k < QM_SHARD_COUNT; k++)
-            sx_view_free(&vs[k]);
-    free(vs);
-    free(nodes);
-    free(rec);
-    free(b.p);
+            memcpy(roots[k], r.vs[k].root, 32);
+        qm_gtree g;
+        qm_global_tree((const u8(*)[32])roots, &g);
+        if (memcmp(g.root, c->root, 32) != 0)
+            rc = QM_CORRUPT(c->err,
+                            "snapshot: the rebuilt state of height %" PRIu64
+                            " does not hash to its root",
+                            c->height);
+    }
+    if (rc == 0)
+        rc = qm_pool_run(c->pool, QM_SHARD_COUNT, sx_job_shard, &r);
+    for (unsigned k = 0; k < QM_SHARD_COUNT; k++)
+        sx_view_free(&r.vs[k]);
+    free(r.vs);
     return rc;
 }

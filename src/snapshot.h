@@ -4,7 +4,8 @@
  * shards into chunks (format: snap_fmt.h, docs/SYNC.md) and hands each to a sink. The top
  * layer (snap_io.c) builds the view, writes the chunk files and the manifest.
  *
- * Thread: the handle's one caller, with every submitted block durable.
+ * Thread: the handle's one caller, with every submitted block durable; the shards are cut
+ * concurrently on the pool it is given (the sink must then be thread-safe).
  */
 #ifndef QM_SNAPSHOT_H
 #define QM_SNAPSHOT_H
@@ -12,8 +13,10 @@
 #include "qm_internal.h"
 
 struct qm_shard;
+struct qm_pool;
 
-/* Receives one chunk of shard `shard`, twigs [t0, t1) (the bytes are valid during the call). */
+/* Receives one chunk of shard `shard`, twigs [t0, t1) (the bytes are valid during the call).
+ * Each shard's chunks come in twig order, but with a pool two shards' sinks may run at once. */
 typedef int (*qm_snap_sink)(void *arg, unsigned shard, u64 t0, u64 t1, const u8 *chunk, size_t len);
 
 /* A shard's state at the exported height (from STATES: rollback.c's records). */
@@ -27,7 +30,8 @@ typedef struct qm_snap_ctx {
     const qm_snap_at *at;    /* QM_SHARD_COUNT states of `height`; NULL: the latest */
     const u8 *root;          /* the state root of `height` (checked against the rebuilt one) */
     qm_err *err;
-    u64 *entries; /* out (may be NULL): += the entries carried in their stored form */
+    u64 *entries;         /* out (may be NULL): += the entries carried in their stored form */
+    struct qm_pool *pool; /* runs the shards concurrently (NULL: one after another) */
 } qm_snap_ctx;
 
 /* Exports every shard: the dead prefix as one chunk of left roots (when there is one), then
