@@ -222,6 +222,21 @@ qm_hpfile_view(const qm_hpfile *f, u64 pos, size_t len)
 }
 
 bool
+qm_hpfile_resident(const qm_hpfile *f, u64 pos, size_t len)
+{
+    const u8 *v = len ? qm_hpfile_view(f, pos, len) : NULL;
+    long page = sysconf(_SC_PAGESIZE);
+    if (!v || page <= 0 || len > (size_t)page)
+        return false;
+    uintptr_t lo = (uintptr_t)v / (uintptr_t)page * (uintptr_t)page;
+    size_t span = ((uintptr_t)v + len - 1 - lo) / (size_t)page + 1; /* 1 or 2 pages */
+    unsigned char in[2] = {0, 0};
+    if (mincore((void *)lo, span * (size_t)page, in) != 0)
+        return false;
+    return (in[0] & 1) && (span == 1 || (in[1] & 1));
+}
+
+bool
 qm_hpfile_mapped(const qm_hpfile *f)
 {
     return f->map;

@@ -92,6 +92,10 @@ QM_HIDDEN int qm_hpfile_read(qm_hpfile *f, u64 pos, void *out, size_t len);
  * with qm_hpfile_read*). Valid while readers hold the database's reader lock. No lock, no
  * system call: any thread that may read (see above). */
 QM_HIDDEN const u8 *qm_hpfile_view(const qm_hpfile *f, u64 pos, size_t len);
+/* Whether [pos, pos+len) (len <= a page) can be read through the mapping without waiting for
+ * the device: mapped, and its pages in the page cache (mincore). A batched read skips such
+ * bytes: the reader takes them from the mapping, with no system call and no copy. */
+QM_HIDDEN bool qm_hpfile_resident(const qm_hpfile *f, u64 pos, size_t len);
 /* Whether segment mapping is in effect for f (tests, qmdb_stat). */
 QM_HIDDEN bool qm_hpfile_mapped(const qm_hpfile *f);
 /* Reads up to len bytes at pos, stopping at size; *got receives the count. */

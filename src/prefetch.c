@@ -4,7 +4,8 @@
  *
  * Both ask the indexers for the log positions a set of keys may need (a key's candidates;
  * for deletes and likely creates the predecessor's candidates too), drop those already in the
- * shards' warm caches or not yet written to the files, and read the rest in one batch through
+ * shards' warm caches, not yet written to the files, or resident in a mapped log's page cache
+ * (until the batch meets one that is not: docs/DESIGN.md), and read the rest in one batch through
  * rio (io_uring at queue depth, or the pread pool). Every entry read lands in its shard's
  * warm cache, so the update stage or the lookups that follow find it in DRAM: one SSD read
  * per state access, issued many at a time.
@@ -59,9 +60,17 @@ pf_queue(qm_reqs *q, qm_shard *s, bool direct, const u64 *pos, size_t n)
         qm_rreq *r = &q->r[q->n];
         u64 left;
         QM_RET(qm_hpfile_read_fd(f, pos[i], direct, &r->fd, &r->off, &left));
+        r->len = (u32)QM_MIN((u64)PF_READ_LEN, QM_MIN(left, f->flushed - pos[i]));
+        /* Mapped and in the page cache, while nothing in this batch was found missing: the
+         * reader takes the entry from the mapping (no system call, no kernel copy, no sort).
+         * A batch that meets a missing page reads the rest from the device as before. */
+        if (!q->no_probe && f->map) {
+            if (qm_hpfile_resident(f, pos[i], r->len))
+                continue;
+            q->no_probe = true;
+        }
         r->shard = s->id;
         r->tag = pos[i];
-        r->len = (u32)QM_MIN((u64)PF_READ_LEN, QM_MIN(left, f->flushed - pos[i]));
         q->n++;
     }
     return 0;
@@ -201,6 +210,7 @@ qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_pf *
     bool direct = qm_rio_direct(rio);
     qm_reqs *q = &pf->ent, *pq = &pf->pg;
     q->n = pq->n = 0;
+    q->no_probe = false;
     size_t total = 0;
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
         total += cs->n[i];

@@ -16,6 +16,10 @@
 typedef struct qm_reqs {
     qm_rreq *r;
     size_t n, cap;
+    /* Entries already in the page cache are not read (prefetch.c, pf_queue) until the batch
+     * meets one that is not: then memory is short (what is resident now may be evicted
+     * before it is used), and the rest of the batch is read from the device into DRAM. */
+    bool no_probe;
 } qm_reqs;
 
 QM_HIDDEN int qm_reqs_reserve(qm_reqs *q, size_t n);

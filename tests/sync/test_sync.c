@@ -1050,6 +1050,19 @@ damaged_copy(const char *dir, const char *name, const char *file, size_t off, un
     rm_rf(cp);
 }
 
+/* A small source database in src (no compaction, 3 blocks), exported to snap with
+ * twigs_per_chunk twigs per chunk, then closed; its root and height. */
+static void
+export_small(const char *src, const char *snap, uint64_t twigs_per_chunk, unsigned char root[32],
+             uint64_t *height)
+{
+    qmdb_db *db = make_source(src, 20000000, 7, 10, 100000, 3, 400);
+    REQUIRE(qmdb_root(db, UINT64_MAX, root) == 0);
+    *height = qmdb_height(db);
+    CHECK_OK(qmdb_snapshot_export(db, snap, UINT64_MAX, twigs_per_chunk, NULL));
+    CHECK_OK(qmdb_close(db));
+}
+
 static void
 corrupt_stubs(void)
 {
@@ -1057,12 +1070,9 @@ corrupt_stubs(void)
     snprintf(src, sizeof(src), "%s/cs-src", base);
     snprintf(snap, sizeof(snap), "%s/cs-snap", base);
     snprintf(dst, sizeof(dst), "%s/cs-dst", base);
-    qmdb_db *db = make_source(src, 20000000, 7, 10, 100000, 3, 400);
     unsigned char root[32];
-    REQUIRE(qmdb_root(db, UINT64_MAX, root) == 0);
-    uint64_t H = qmdb_height(db);
-    CHECK_OK(qmdb_snapshot_export(db, snap, UINT64_MAX, 2, NULL));
-    CHECK_OK(qmdb_close(db));
+    uint64_t H;
+    export_small(src, snap, 2, root, &H);
     CHECK_OK(qmdb_snapshot_restore(dst, snap, root, H, NULL, NULL, NULL));
     CHECK_EQ_U64(meta_version(dst), 3);
     /* The sentries that creates deactivated are stubs in shard 0's first twig. */
@@ -1122,12 +1132,10 @@ export_damaged_log(void)
     snprintf(snap, sizeof(snap), "%s/el-snap", base);
     snprintf(bad, sizeof(bad), "%s/el-bad", base);
     snprintf(dst, sizeof(dst), "%s/el-dst", base);
-    qmdb_db *db = make_source(src, 20000000, 7, 10, 100000, 3, 400);
     unsigned char root[32];
-    REQUIRE(qmdb_root(db, UINT64_MAX, root) == 0);
-    uint64_t H = qmdb_height(db);
-    CHECK_OK(qmdb_snapshot_export(db, snap, UINT64_MAX, 1, NULL));
-    CHECK_OK(qmdb_close(db));
+    uint64_t H;
+    export_small(src, snap, 1, root, &H);
+    qmdb_db *db = NULL;
     /* Shard 0's first twig (sentries, some deactivated by the creates) is a sparse record:
      * its first dead entry. */
     size_t clen;

@@ -4,7 +4,9 @@
  * write buffer, reopen cutting torn tails, head pruning deleting segments, missing segments
  * reported as corruption), the read mapping (qm_hpfile_view: the same bytes as pread, nothing
  * past the written prefix, below the head or after a cut; refused for read-only handles and
- * under QMDB_NO_MMAP=1) and the metadata slots (round trip, CRC, slot choice, torn slot).
+ * under QMDB_NO_MMAP=1), page-cache residency (qm_hpfile_resident), the one-pass scan of the
+ * snapshot export (in place or through pread) and the metadata slots (round trip, CRC, slot
+ * choice, torn slot).
  */
 #include "../test.h"
 #include "codec.h"
@@ -136,6 +138,28 @@ views_match(qm_hpfile *f, uint64_t from, uint64_t to, size_t len, unsigned *mapp
     return 1;
 }
 
+/* A one-pass scan (qm_scan_one_pass) hands out the file's bytes: records of varying sizes,
+ * front to back, across segment ends too; want holds the bytes of [from, to). */
+static int
+one_pass_matches(qm_hpfile *f, uint64_t from, uint64_t to, const unsigned char *want)
+{
+    qm_scan sc;
+    if (qm_scan_init(&sc, f, 4096) != 0)
+        return 0;
+    qm_scan_one_pass(&sc);
+    int ok = 1;
+    for (uint64_t pos = from; ok && pos < to;) {
+        size_t len = (size_t)((pos * 7) % 300 + 1);
+        if (len > to - pos)
+            len = (size_t)(to - pos);
+        const unsigned char *p;
+        ok = qm_scan_get(&sc, pos, len, &p) == 0 && memcmp(p, want + (pos - from), len) == 0;
+        pos += len;
+    }
+    qm_scan_free(&sc);
+    return ok;
+}
+
 static void
 test_hpfile_map(void)
 {
@@ -192,6 +216,17 @@ test_hpfile_map(void)
         &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 4096, false, false, true, true}, &err));
     v = qm_hpfile_view(&f, 190000, 64);
     CHECK(v != NULL && memcmp(v, data + 340000, 64) == 0);
+    /* Residency, the prefetcher's reason to skip a read: bytes just written are in the page
+     * cache; nothing past the end, below the head, or longer than a page is. */
+    CHECK(qm_hpfile_resident(&f, 190000, 64));
+    CHECK(qm_hpfile_resident(&f, 180200, 64)); /* across a page end */
+    CHECK(!qm_hpfile_resident(&f, 209990, 64));
+    CHECK(!qm_hpfile_resident(&f, 1000, 8));
+    CHECK(!qm_hpfile_resident(&f, 190000, 8192));
+    /* The export's one-pass scan: in place from the mapping, through the buffer across
+     * segment ends. */
+    CHECK(one_pass_matches(&f, 140000, 150000, data + 140000));
+    CHECK(one_pass_matches(&f, 150000, 210000, data + 300000));
     qm_hpfile_close(&f);
     /* No mapping for a read-only handle (another process may cut its files), nor with
      * QMDB_NO_MMAP=1: reads go through pread and return the same bytes. */
@@ -201,6 +236,9 @@ test_hpfile_map(void)
     CHECK(!qm_hpfile_mapped(&f) && qm_hpfile_view(&f, 190000, 64) == NULL);
     CHECK_OK(qm_hpfile_read(&f, 190000, back, 64));
     CHECK(memcmp(back, data + 340000, 64) == 0);
+    CHECK(!qm_hpfile_resident(&f, 190000, 64));                 /* unmapped: always read */
+    CHECK(one_pass_matches(&f, 140000, 150000, data + 140000)); /* pread, with readahead */
+    CHECK(one_pass_matches(&f, 150000, 210000, data + 300000));
     qm_hpfile_close(&f);
     CHECK(setenv("QMDB_NO_MMAP", "1", 1) == 0);
     CHECK_OK(qm_hpfile_open(
