@@ -125,7 +125,8 @@ test_basic_and_bad_input(void)
     CHECK_OK(qmdb_root(db, 0, tmp));
     CHECK_MEM(tmp, r0, 32);
     CHECK_RC(qmdb_root(db, 4, tmp), QMDB_NOTFOUND);
-    /* Read-modify-write: the entry a get fetched is reused by the next block's update. */
+    /* Read-modify-write: the entry a get fetched is not read again by the next block's
+     * update: it comes from the warm cache, or (a mapped log) from the page cache. */
     qmdb_stats st0 = QMDB_STATS_INIT, st1 = QMDB_STATS_INIT;
     CHECK_OK(qmdb_stat(db, &st0));
     CHECK_OK(qmdb_get(db, "alice", 5, val, sizeof(val), &vlen));
@@ -133,7 +134,7 @@ test_basic_and_bad_input(void)
     CHECK_OK(qmdb_batch_put(b, "alice", 5, "2", 1));
     CHECK_OK(qmdb_commit(db, 4, b, r2));
     CHECK_OK(qmdb_stat(db, &st1));
-    CHECK(st1.warm_hits > st0.warm_hits);
+    CHECK(st1.warm_hits > st0.warm_hits || st1.batched_reads == st0.batched_reads);
     CHECK_OK(qmdb_get(db, "alice", 5, val, sizeof(val), &vlen));
     CHECK(vlen == 1 && val[0] == '2');
     free(v);
