@@ -412,8 +412,10 @@ typedef struct qmdb_stats {
     uint64_t pruned_twigs;         /**< twigs pruned (all shards), from the durable metadata:
                                         the count survives reopening */
     uint64_t batched_reads;        /**< reads issued in batches by the prefetcher and
-                                        qmdb_get_many: entries, and with the hybrid indexer the
-                                        index pages not in the page cache */
+                                        qmdb_get_many: entries (not those a writable handle
+                                        finds in the page cache of its mapped log), and with
+                                        the hybrid indexer the index pages not in the page
+                                        cache */
     uint64_t sha256_compressions;  /**< SHA-256 compressions done by commits since open */
     uint64_t blocks_committed;     /**< blocks committed since open */
     uint32_t pipeline;             /**< 1 when the block pipeline is on */
