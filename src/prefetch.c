@@ -57,18 +57,18 @@ pf_queue(qm_reqs *q, qm_shard *s, bool direct, const u64 *pos, size_t n)
         if (pos[i] < f->head || pos[i] + QM_ENTRY_FIXED >= f->flushed ||
             qm_shard_warm_has(s, pos[i]))
             continue;
-        qm_rreq *r = &q->r[q->n];
-        u64 left;
-        QM_RET(qm_hpfile_read_fd(f, pos[i], direct, &r->fd, &r->off, &left));
-        r->len = (u32)QM_MIN((u64)PF_READ_LEN, QM_MIN(left, f->flushed - pos[i]));
         /* Mapped and in the page cache, while nothing in this batch was found missing: the
          * reader takes the entry from the mapping (no system call, no kernel copy, no sort).
          * A batch that meets a missing page reads the rest from the device as before. */
         if (!q->no_probe && f->map) {
-            if (qm_hpfile_resident(f, pos[i], r->len))
+            if (qm_hpfile_resident(f, pos[i], (size_t)QM_MIN(PF_READ_LEN, f->flushed - pos[i])))
                 continue;
             q->no_probe = true;
         }
+        qm_rreq *r = &q->r[q->n];
+        u64 left;
+        QM_RET(qm_hpfile_read_fd(f, pos[i], direct, &r->fd, &r->off, &left));
+        r->len = (u32)QM_MIN((u64)PF_READ_LEN, QM_MIN(left, f->flushed - pos[i]));
         r->shard = s->id;
         r->tag = pos[i];
         q->n++;

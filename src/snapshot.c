@@ -348,9 +348,8 @@ sx_job_shard(void *arg, size_t k)
         if (rc == 0)
             rc = r->sink(r->arg, (unsigned)k, 0, v->F, b.p, b.len);
     }
-    if (rc == 0)
-        rc = qm_scan_init(&sc, &s->entries, 1u << 20);
-    qm_scan_one_pass(&sc);
+    if (rc == 0 && (rc = qm_scan_init(&sc, &s->entries, 1u << 20)) == 0)
+        qm_scan_one_pass(&sc);
     for (u64 t0 = v->F; rc == 0 && t0 <= v->y; t0 += r->tpc) {
         u64 t1 = QM_MIN(v->y + 1, t0 + r->tpc);
         b.len = 0;
