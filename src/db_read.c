@@ -70,7 +70,8 @@ get_value(const u8 *v, u32 vl, void *buf, size_t cap, size_t *vlen)
  * without mu (it may only be older than the flusher's latest, which answers from the state of
  * a height that was durable when the read began). Entries come from the log's read mapping
  * (qm_shard_get_client), so a read of a page-cache-resident entry takes no other lock, makes
- * no system call and allocates nothing. */
+ * no system call and allocates nothing; it is decoded where it lies in the mapping and its
+ * value copied once, straight to the caller, before the reader lock is released. */
 static int
 db_get_one(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, size_t *vlen,
            bool committed)
@@ -100,16 +101,17 @@ db_get_one(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, siz
             return rc;
         }
     }
-    int rc = qm_shard_get_client(s, kh, key, (u32)klen, &eb, &e, &pos);
+    int rc = qm_shard_get_client(s, kh, key, (u32)klen, &eb, &e, &pos, true);
     /* A read between blocks is usually the read of a read-modify-write: keep the entry so
      * that applying the write in the next block does not read it from the device again.
      * Not needed when the log is mapped: this read left the entry's page in the page cache,
-     * where the next block's prefetch finds it. */
+     * where the next block's prefetch finds it (and the entry may lie in the mapping, not in
+     * eb). */
     if (!rc && !committed && !db->par.rdonly && !qm_hpfile_mapped(&s->entries))
         qm_shard_warm_put(s, pos, eb.p, e.stored_len, kh);
-    pthread_rwlock_unlock(&db->rw);
-    if (!rc)
+    if (!rc) /* e may point into the mapping: copy under the reader lock */
         rc = get_value(e.value, e.vlen, buf, cap, vlen);
+    pthread_rwlock_unlock(&db->rw);
     qm_ebuf_free(&eb);
     return rc;
 }

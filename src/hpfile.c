@@ -176,25 +176,6 @@ map_seg(qm_hpfile *f, u64 seg, int fd)
     __atomic_store_n(&m->seg[seg], (u8 *)p, __ATOMIC_RELEASE);
 }
 
-/* After a write of [off, off + len) of segment seg: sets up the mapping's page-table entries
- * for those bytes now (their pages are in the page cache, just written), so that the point
- * reads that follow take no page fault; a few hundred pages per block, on the writer. Best
- * effort (kernels before 5.14 lack MADV_POPULATE_READ: reads then fault once per page). */
-static void
-map_populate(qm_hpfile *f, u64 seg, u64 off, size_t len)
-{
-#ifdef MADV_POPULATE_READ
-    qm_hpmaps *m = f->maps;
-    long page = sysconf(_SC_PAGESIZE);
-    if (!m || seg >= m->n || !m->seg[seg] || len == 0 || page <= 0)
-        return;
-    u64 a = off / (u64)page * (u64)page, b = off + len; /* b: inside the written file */
-    (void)madvise(m->seg[seg] + a, (size_t)(b - a), MADV_POPULATE_READ);
-#else
-    (void)f, (void)seg, (void)off, (void)len;
-#endif
-}
-
 /* Unmaps segment seg (prune, cut, close: readers excluded). */
 static void
 unmap_seg(qm_hpfile *f, u64 seg)
@@ -226,14 +207,22 @@ qm_hpfile_resident(const qm_hpfile *f, u64 pos, size_t len)
 {
     const u8 *v = len ? qm_hpfile_view(f, pos, len) : NULL;
     long page = sysconf(_SC_PAGESIZE);
-    if (!v || page <= 0 || len > (size_t)page)
+    if (!v || page <= 0)
         return false;
-    uintptr_t lo = (uintptr_t)v / (uintptr_t)page * (uintptr_t)page;
-    size_t span = ((uintptr_t)v + len - 1 - lo) / (size_t)page + 1; /* 1 or 2 pages */
-    unsigned char in[2] = {0, 0};
-    if (mincore((void *)lo, span * (size_t)page, in) != 0)
-        return false;
-    return (in[0] & 1) && (span == 1 || (in[1] & 1));
+    uintptr_t pg = (uintptr_t)page;
+    uintptr_t lo = (uintptr_t)v / pg * pg, end = (uintptr_t)v + len;
+    size_t pages = (end - lo + pg - 1) / pg;
+    unsigned char in[64];
+    for (size_t done = 0; done < pages;) {
+        size_t k = QM_MIN(pages - done, sizeof(in));
+        if (mincore((void *)(lo + done * pg), k * pg, in) != 0)
+            return false;
+        for (size_t i = 0; i < k; i++)
+            if (!(in[i] & 1))
+                return false;
+        done += k;
+    }
+    return true;
 }
 
 bool
@@ -271,8 +260,6 @@ hp_write_files(qm_hpfile *f, const u8 *data, size_t len, u64 pos)
             return qm_err_set(f->err, rc, "write to %s segment %" PRIu64 " at %" PRIu64 ": %s",
                               f->path_prefix, seg, off, qmdb_strerror(rc));
         map_seg(f, seg, fd);
-        if (f->populate)
-            map_populate(f, seg, off, chunk);
         data += chunk;
         len -= chunk;
         pos += chunk;
@@ -295,7 +282,6 @@ qm_hpfile_open(qm_hpfile *f, const qm_hpfile_cfg *cfg, qm_err *err)
     f->size = f->flushed = f->synced = size;
     f->rdonly = rdonly;
     f->map = cfg->map && !rdonly && map_allowed();
-    f->populate = f->map && cfg->populate;
     f->buf_cap = buf_cap;
     size_t plen = strlen(dir) + strlen(prefix) + 2;
     f->path_prefix = malloc(plen);

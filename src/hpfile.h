@@ -23,13 +23,12 @@
  * the segment file (no SIGBUS); a cut or prune that shrinks or deletes a segment runs with
  * readers excluded and lowers `flushed`/raises `head` (or unmaps) first. Mappings are made by
  * the writer (open, segment writes) and dropped by prune, cut and close, always with readers
- * excluded (with cfg.populate, a write also sets up the page-table entries of the bytes it
- * wrote, so reads of them take no page fault); readers find them through `maps`, a table published
- * with release/acquire whose retired copies are freed only at close, so a reader never follows a
- * freed pointer. A read-only handle (whose files another process may cut), a non-POSIX I/O layer
- * (fault injection sees every read) and QMDB_NO_MMAP=1 in the environment leave files unmapped;
- * every read then goes through pread. At most 16,384 segments are mapped per process (each is
- * a memory area, and vm.max_map_count is shared with malloc); beyond, segments stay unmapped.
+ * excluded; readers find them through `maps`, a table published with release/acquire whose retired
+ * copies are freed only at close, so a reader never follows a freed pointer. A read-only handle
+ * (whose files another process may cut), a non-POSIX I/O layer (fault injection sees every read)
+ * and QMDB_NO_MMAP=1 in the environment leave files unmapped; every read then goes through pread.
+ * At most 16,384 segments are mapped per process (each is a memory area, and vm.max_map_count is
+ * shared with malloc); beyond, segments stay unmapped.
  */
 #ifndef QM_HPFILE_H
 #define QM_HPFILE_H
@@ -57,7 +56,6 @@ typedef struct qm_hpfile {
     u8 *buf;                /* holds logical bytes [flushed, size) */
     struct qm_hpmaps *maps; /* read mappings per segment (NULL: unmapped; see above) */
     bool map;               /* segments are mapped as they are opened or written */
-    bool populate;          /* map_populate after each write (cfg.populate) */
     size_t buf_cap;
     qm_err *err;
 } qm_hpfile;
@@ -71,8 +69,6 @@ typedef struct qm_hpfile_cfg {
     bool create;    /* create an empty file */
     bool rdonly;    /* open for reading only: nothing is cut, deleted or written */
     bool map;       /* map segments for qm_hpfile_view (see above; may be refused) */
-    bool populate;  /* with map: set up the page-table entries of every write (point reads
-                       follow; the entry log), or not (rare reads; the twig file) */
 } qm_hpfile_cfg;
 
 /*
@@ -92,9 +88,10 @@ QM_HIDDEN int qm_hpfile_read(qm_hpfile *f, u64 pos, void *out, size_t len);
  * with qm_hpfile_read*). Valid while readers hold the database's reader lock. No lock, no
  * system call: any thread that may read (see above). */
 QM_HIDDEN const u8 *qm_hpfile_view(const qm_hpfile *f, u64 pos, size_t len);
-/* Whether [pos, pos+len) (len <= a page) can be read through the mapping without waiting for
- * the device: mapped, and its pages in the page cache (mincore). A batched read skips such
- * bytes: the reader takes them from the mapping, with no system call and no copy. */
+/* Whether [pos, pos+len) can be read through the mapping without waiting for the device:
+ * mapped, and all its pages in the page cache (mincore; one system call per 64 pages). A
+ * batched read skips such bytes: the reader takes them from the mapping, with no system call
+ * and no copy. */
 QM_HIDDEN bool qm_hpfile_resident(const qm_hpfile *f, u64 pos, size_t len);
 /* Whether segment mapping is in effect for f (tests, qmdb_stat). */
 QM_HIDDEN bool qm_hpfile_mapped(const qm_hpfile *f);

@@ -18,12 +18,19 @@
 #include "hash.h"
 #include "ix.h"
 
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-/* Bytes read per entry: covers typical entries (53 bytes + key + value); longer ones are
- * read again synchronously when used. */
+/* Bytes a batched read takes per entry: PF_READ_LEN, which covers typical entries (53 bytes +
+ * key + value), or in a shard that met longer ones, the length of the latest (seen_len,
+ * shard.h) rounded up to PF_READ_LEN, at most PF_READ_MAX (a rio slot holds any such read,
+ * also widened to the alignment of O_DIRECT). An entry longer than the read is read once more when
+ * it is used, from the page cache: the completion asks the kernel to read the rest ahead
+ * (POSIX_FADV_WILLNEED), so the rest of a batch's long entries are read in parallel, not one
+ * at a time in the update stage. */
 #define PF_READ_LEN 512u
+#define PF_READ_MAX 4096u
 #define PF_CAND_MAX 32u
 
 int
@@ -53,6 +60,9 @@ pf_queue(qm_reqs *q, qm_shard *s, bool direct, const u64 *pos, size_t n)
 {
     QM_RET(qm_reqs_reserve(q, n));
     qm_hpfile *f = &s->entries;
+    u32 seen = qm_shard_seen_len(s);
+    u32 want = QM_MIN(PF_READ_MAX,
+                      QM_MAX(PF_READ_LEN, (seen + PF_READ_LEN - 1) / PF_READ_LEN * PF_READ_LEN));
     for (size_t i = 0; i < n; i++) {
         if (pos[i] < f->head || pos[i] + QM_ENTRY_FIXED >= f->flushed ||
             qm_shard_warm_has(s, pos[i]))
@@ -61,14 +71,14 @@ pf_queue(qm_reqs *q, qm_shard *s, bool direct, const u64 *pos, size_t n)
          * reader takes the entry from the mapping (no system call, no kernel copy, no sort).
          * A batch that meets a missing page reads the rest from the device as before. */
         if (!q->no_probe && f->map) {
-            if (qm_hpfile_resident(f, pos[i], (size_t)QM_MIN(PF_READ_LEN, f->flushed - pos[i])))
+            if (qm_hpfile_resident(f, pos[i], (size_t)QM_MIN(want, f->flushed - pos[i])))
                 continue;
             q->no_probe = true;
         }
         qm_rreq *r = &q->r[q->n];
         u64 left;
         QM_RET(qm_hpfile_read_fd(f, pos[i], direct, &r->fd, &r->off, &left));
-        r->len = (u32)QM_MIN((u64)PF_READ_LEN, QM_MIN(left, f->flushed - pos[i]));
+        r->len = (u32)QM_MIN((u64)want, QM_MIN(left, f->flushed - pos[i]));
         r->shard = s->id;
         r->tag = pos[i];
         q->n++;
@@ -76,16 +86,22 @@ pf_queue(qm_reqs *q, qm_shard *s, bool direct, const u64 *pos, size_t n)
     return 0;
 }
 
-/* rio completion: a whole entry goes to its shard's warm cache. */
+/* rio completion: a whole entry goes to its shard's warm cache; of a longer one, the kernel
+ * is asked to read the rest ahead, and the shard's reads grow to fit such entries. */
 static void
 pf_done(void *arg, const qm_rreq *r, const u8 *data, size_t got, int rc)
 {
-    qm_shard *shards = arg;
+    qm_shard *s = &((qm_shard *)arg)[r->shard];
     if (rc < 0 || got < QM_ENTRY_FIXED + 3)
         return; /* the synchronous read later reports any real error */
     u32 len = qm_entry_len_from_header(data);
-    if (len <= got)
-        qm_shard_warm_put(&shards[r->shard], r->tag, data, len, NULL);
+    if (len <= got) {
+        qm_shard_warm_put(s, r->tag, data, len, NULL);
+        return;
+    }
+    qm_shard_saw_len(s, len);
+    if (got == r->len) /* the read ended inside the entry, not at the segment's end */
+        (void)posix_fadvise(r->fd, (off_t)(r->off + got), (off_t)(len - got), POSIX_FADV_WILLNEED);
 }
 
 /* Orders reads by shard (rio's requirement for its pread pool), then by offset. */

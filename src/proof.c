@@ -47,7 +47,7 @@ find_latest(qm_shard *s, const u8 kh[32], const u8 *key, size_t klen, qm_ebuf *e
 {
     u64 pos;
     f->live = QM_PROOF_ACTIVE;
-    int rc = qm_shard_get_client(s, kh, key, (u32)klen, eb, &f->e, &pos);
+    int rc = qm_shard_get_client(s, kh, key, (u32)klen, eb, &f->e, &pos, false);
     if (rc != QMDB_NOTFOUND) {
         f->kind = QM_PROOF_PRESENT;
         return rc;

@@ -25,8 +25,10 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-/* First read of an entry: enough for typical entries (53 bytes + key + value). */
+/* First read of an entry: enough for typical entries (53 bytes + key + value), or the
+ * length of the latest long entry of the shard (seen_len) up to SHARD_READ_MAX. */
 #define SHARD_READ_GUESS 256u
+#define SHARD_READ_MAX (1u << 20)
 
 void
 qm_ebuf_free(qm_ebuf *b)
@@ -55,6 +57,19 @@ qm_shard_init_common(qm_shard *s)
 {
     pthread_mutex_init(&s->warm_mu, NULL);
     qm_dpos_init(&s->dpos);
+}
+
+u32
+qm_shard_seen_len(const qm_shard *s)
+{
+    return __atomic_load_n(&s->seen_len, __ATOMIC_RELAXED);
+}
+
+void
+qm_shard_saw_len(qm_shard *s, u32 len)
+{
+    if (len > 512 && len != qm_shard_seen_len(s))
+        __atomic_store_n(&s->seen_len, len, __ATOMIC_RELAXED);
 }
 
 void
@@ -110,35 +125,62 @@ qm_shard_op_positions(qm_shard *s, const u8 kh[32], enum qm_pred pred, u64 *out,
     return n;
 }
 
-/* Decodes the entry at pos from the log's read mapping (hpfile.h) into b: 1 when done, 0 when
- * the mapping cannot serve it (unmapped, buffered, or across a segment end). */
+/* Who reads an entry, and so where it looks first (shard_read_entry). */
+enum {
+    RD_UPDATER, /* the update stage: warm cache, mapping, pread; e points into b */
+    RD_CLIENT,  /* a client or the prover: mapping, warm cache, pread; e points into b */
+    RD_VIEW,    /* as RD_CLIENT, but an entry served by the mapping is decoded in place */
+};
+
+/* Entries longer than this are read through the mapping only when all their pages are in the
+ * page cache (mincore): a fault on the mapping (MADV_RANDOM) reads one page, so a long entry
+ * that is not resident would cost a device read per page, where one pread reads it whole. */
+#define SHARD_MAP_MAX 4096
+
+/* Decodes the entry at pos from the log's read mapping (hpfile.h): 1 when done, 0 when the
+ * mapping cannot serve it (unmapped, buffered, across a segment end, or long and not
+ * resident). In a shard whose latest long entry (seen_len) is longer than a page, the
+ * header's page is asked about before it is touched, so that a long entry that is not
+ * resident costs one pread (sized to seen_len), not a fault and a pread. in_place: e points
+ * into the mapping (valid under the database's reader lock); else the entry is copied into
+ * b. */
 static int
-shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
+shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, bool in_place)
 {
-    const u8 *h = qm_hpfile_view(&s->entries, pos, QM_ENTRY_FIXED + 3);
-    if (!h)
+    qm_hpfile *f = &s->entries;
+    const u8 *h = qm_hpfile_view(f, pos, QM_ENTRY_FIXED + 3);
+    if (!h ||
+        (qm_shard_seen_len(s) > SHARD_MAP_MAX && !qm_hpfile_resident(f, pos, QM_ENTRY_FIXED + 3)))
         return 0;
     u32 len = qm_entry_len_from_header(h);
-    const u8 *p = qm_hpfile_view(&s->entries, pos, len);
+    const u8 *p = qm_hpfile_view(f, pos, len);
     if (!p)
         return 0;
-    QM_RET(ebuf_reserve(b, len));
-    memcpy(b->p, p, len);
-    if (qm_entry_decode(b->p, len, e) != 0)
+    if (len > SHARD_MAP_MAX) {
+        qm_shard_saw_len(s, len);
+        if (!qm_hpfile_resident(f, pos, len))
+            return 0;
+    }
+    if (!in_place) {
+        QM_RET(ebuf_reserve(b, len));
+        memcpy(b->p, p, len);
+        p = b->p;
+    }
+    if (qm_entry_decode(p, len, e) != 0)
         return QM_CORRUPT(s->err, "shard %u entry log: malformed entry at offset %" PRIu64, s->id,
                           pos);
     return 1;
 }
 
-/* Reads the entry at pos: client reads (client) look in the log's mapping first, where an
- * entry costs no lock and no system call; the updater looks in the warm cache first, where
- * the prefetch stage put the entries it read (from the device, bypassing the page cache
+/* Reads the entry at pos: client reads (RD_CLIENT, RD_VIEW) look in the log's mapping first,
+ * where an entry costs no lock and no system call; the updater looks in the warm cache first,
+ * where the prefetch stage put the entries it read (from the device, bypassing the page cache
  * under O_DIRECT). Then the other, then pread. */
 static int
-shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, bool client)
+shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
 {
     int m = 0;
-    if (client && (m = shard_read_mapped(s, pos, b, e)) != 0)
+    if (who != RD_UPDATER && (m = shard_read_mapped(s, pos, b, e, who == RD_VIEW)) != 0)
         return m < 0 ? m : 0;
     u32 wlen = 0;
     pthread_mutex_lock(&s->warm_mu);
@@ -157,15 +199,17 @@ shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, bool client)
                               s->id, pos);
         return 0;
     }
-    if (!client && (m = shard_read_mapped(s, pos, b, e)) != 0)
+    if (who == RD_UPDATER && (m = shard_read_mapped(s, pos, b, e, false)) != 0)
         return m < 0 ? m : 0;
-    QM_RET(ebuf_reserve(b, SHARD_READ_GUESS));
+    u32 guess = QM_MIN(QM_MAX(qm_shard_seen_len(s), SHARD_READ_GUESS), SHARD_READ_MAX);
+    QM_RET(ebuf_reserve(b, guess));
     size_t got;
-    QM_RET(qm_hpfile_read_upto(&s->entries, pos, b->p, SHARD_READ_GUESS, &got));
+    QM_RET(qm_hpfile_read_upto(&s->entries, pos, b->p, guess, &got));
     if (got < QM_ENTRY_FIXED + 3)
         return QM_CORRUPT(s->err, "shard %u entry log: truncated entry at offset %" PRIu64, s->id,
                           pos);
     u32 len = qm_entry_len_from_header(b->p);
+    qm_shard_saw_len(s, len);
     if (len > got) {
         QM_RET(ebuf_reserve(b, len));
         QM_RET(qm_hpfile_read(&s->entries, pos, b->p, len));
@@ -179,13 +223,13 @@ shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, bool client)
 int
 qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
 {
-    return shard_read_entry(s, pos, b, e, false);
+    return shard_read_entry(s, pos, b, e, RD_UPDATER);
 }
 
 int
 qm_shard_read_entry_client(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
 {
-    return shard_read_entry(s, pos, b, e, true);
+    return shard_read_entry(s, pos, b, e, RD_CLIENT);
 }
 
 /* Key hash of a decoded entry. */
@@ -195,13 +239,13 @@ entry_kh(const qm_entry *e, u8 out[32])
     qm_entry_key_hash(e->key, e->klen, e->vlen, out);
 }
 
-/* qm_shard_get_in; client: as shard_read_entry's. */
+/* qm_shard_get_in; who: as shard_read_entry's. */
 static int
 shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen, qm_ebuf *buf,
-             qm_entry *e, u64 *pos, bool client)
+             qm_entry *e, u64 *pos, int who)
 {
     for (size_t i = 0; i < n; i++) {
-        QM_RET(shard_read_entry(s, cand[i], buf, e, client));
+        QM_RET(shard_read_entry(s, cand[i], buf, e, who));
         /* Sentries (empty value) are never user keys. */
         if (e->vlen > 0 && e->klen == klen && memcmp(e->key, key, klen) == 0) {
             *pos = cand[i];
@@ -215,13 +259,13 @@ int
 qm_shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen, qm_ebuf *buf,
                 qm_entry *e, u64 *pos)
 {
-    return shard_get_in(s, cand, n, key, klen, buf, e, pos, false);
+    return shard_get_in(s, cand, n, key, klen, buf, e, pos, RD_UPDATER);
 }
 
 /* qm_shard_get and qm_shard_get_client. */
 static int
 shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf, qm_entry *e,
-          u64 *pos, bool client)
+          u64 *pos, int who)
 {
     u64 cand[16];
     size_t n;
@@ -229,21 +273,21 @@ shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf, q
     if (n > QM_ARRAY_LEN(cand))
         return QM_CORRUPT(s->err, "shard %u: %zu index records share one key-hash prefix", s->id,
                           n);
-    return shard_get_in(s, cand, n, key, klen, buf, e, pos, client);
+    return shard_get_in(s, cand, n, key, klen, buf, e, pos, who);
 }
 
 int
 qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf, qm_entry *e,
              u64 *pos)
 {
-    return shard_get(s, kh, key, klen, buf, e, pos, false);
+    return shard_get(s, kh, key, klen, buf, e, pos, RD_UPDATER);
 }
 
 int
 qm_shard_get_client(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf,
-                    qm_entry *e, u64 *pos)
+                    qm_entry *e, u64 *pos, bool in_place)
 {
-    return shard_get(s, kh, key, klen, buf, e, pos, true);
+    return shard_get(s, kh, key, klen, buf, e, pos, in_place ? RD_VIEW : RD_CLIENT);
 }
 
 /* Finds the live predecessor of kh: the entry with the largest key hash below kh. Returns
@@ -373,28 +417,14 @@ qm_shard_open_files(qm_shard *s, const char *dir, const qm_shard_meta *m)
     snprintf(e, sizeof(e), "s%02x.entries", s->id);
     snprintf(t, sizeof(t), "s%02x.twig", s->id);
     snprintf(tm, sizeof(tm), "s%02x.tmeta", s->id);
-    qm_hpfile_cfg ce = {dir,
-                        e,
-                        par->entry_seg,
-                        m ? m->entry_head : 0,
-                        m ? m->entry_size : 0,
-                        1 << 20,
-                        create,
-                        ro,
-                        true,
-                        true}; /* mapped for point reads, populated as written (hpfile.h) */
-    qm_hpfile_cfg ct = {dir,
-                        t,
-                        par->twig_seg,
-                        m ? m->first_twig * QM_TWIG_REC : 0,
-                        nfull * QM_TWIG_REC,
-                        0,
-                        create,
-                        ro,
-                        true,
-                        false}; /* mapped for the prover's paths (proof.c), not populated */
-    qm_hpfile_cfg cm = {dir,    tm, 1ull << 30, 0,    nfull * QM_TMETA_REC, 64 * QM_TMETA_REC,
-                        create, ro, false,      false};
+    qm_hpfile_cfg ce = {
+        dir, e,   par->entry_seg, m ? m->entry_head : 0, m ? m->entry_size : 0, 1 << 20, create,
+        ro,  true}; /* mapped for point reads (hpfile.h) */
+    qm_hpfile_cfg ct = {
+        dir,    t,  par->twig_seg, m ? m->first_twig * QM_TWIG_REC : 0, nfull * QM_TWIG_REC, 0,
+        create, ro, true}; /* mapped for the prover's paths (proof.c) */
+    qm_hpfile_cfg cm = {dir,    tm, 1ull << 30, 0, nfull * QM_TMETA_REC, 64 * QM_TMETA_REC,
+                        create, ro, false};
     QM_RET(qm_hpfile_open(&s->entries, &ce, s->err));
     QM_RET(qm_hpfile_open(&s->twigs, &ct, s->err));
     QM_RET(qm_hpfile_open(&s->tmeta, &cm, s->err));

@@ -83,12 +83,14 @@ typedef struct qm_shard {
     qm_scan cursor;          /* compaction cursor reader */
     qm_warm warm;            /* entries fetched by client reads for the next block (warm.h) */
     pthread_mutex_t warm_mu; /* guards warm: concurrent readers fill it */
-    u8 *twigrec;             /* 128 KiB scratch for twig records */
-    FILE *trace;             /* optional append trace (debugging aid) */
-    struct qm_undo *undo;    /* when set, the update stage records pre-images here (undo.h) */
-    bool index_resumed;      /* the index came from its run file at open (no log scan) */
-    bool run_current;        /* ... and no block was applied or undone since: that run is the
-                                checkpoint of the current state */
+    u32 seen_len; /* length of the latest entry over 512 bytes read from this shard, 0 before
+                     one: sizes the next reads (prefetch.c, shard.c; relaxed atomic) */
+    u8 *twigrec;  /* 128 KiB scratch for twig records */
+    FILE *trace;  /* optional append trace (debugging aid) */
+    struct qm_undo *undo; /* when set, the update stage records pre-images here (undo.h) */
+    bool index_resumed;   /* the index came from its run file at open (no log scan) */
+    bool run_current;     /* ... and no block was applied or undone since: that run is the
+                             checkpoint of the current state */
     u64 hix_replayed_blocks, hix_replayed_changes; /* of the index journal, at open */
     qm_dpos dpos; /* the blocks' deactivation positions, for rollbacks (dpos.h) */
     /* Rollbacks since open (rollback.c): SNs made live again, entries below the discarded
@@ -220,15 +222,21 @@ QM_HIDDEN void qm_shard_init_common(qm_shard *s);
 QM_HIDDEN int qm_shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf,
                            qm_entry *e, u64 *pos);
 
-/* qm_shard_get for a client's point read (qmdb_get, qmdb_get_committed): entries come from
- * the entry log's read mapping first (no lock, no system call; hpfile.h), then the warm
- * cache and pread. */
+/* qm_shard_get for a client's point read (qmdb_get, qmdb_get_committed) or the prover:
+ * entries come from the entry log's read mapping first (no lock, no system call; hpfile.h;
+ * an entry longer than a page only when all of it is in the page cache, else one pread
+ * reads it whole), then the warm cache and pread. in_place: an entry served by the mapping is
+ * decoded where it lies (e's key and value point into the mapping, valid while the caller holds the
+ * database's reader lock), not copied into buf. */
 QM_HIDDEN int qm_shard_get_client(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen,
-                                  qm_ebuf *buf, qm_entry *e, u64 *pos);
+                                  qm_ebuf *buf, qm_entry *e, u64 *pos, bool in_place);
 
 /* Reads and decodes the entry at pos into buf (the warm cache, the log's read mapping, then
  * pread). */
 QM_HIDDEN int qm_shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *buf, qm_entry *e);
+/* seen_len: read it; record the length of an entry just read (kept when over 512 bytes). */
+QM_HIDDEN u32 qm_shard_seen_len(const qm_shard *s);
+QM_HIDDEN void qm_shard_saw_len(qm_shard *s, u32 len);
 /* qm_shard_read_entry for readers outside the update stage (proofs): the log's read mapping
  * first (no lock, no system call), then the warm cache and pread. */
 QM_HIDDEN int qm_shard_read_entry_client(qm_shard *s, u64 pos, qm_ebuf *buf, qm_entry *e);

@@ -2,7 +2,9 @@
 /*
  * test_readpath.c -- the point reads (qmdb_get, qmdb_get_committed) and the batched ones
  * against a model, through every change of the entry log under them: blocks with short and
- * long values (64 KiB segments, so that entries cross segment ends), compaction every
+ * long values (64 KiB segments, so that entries cross segment ends; values up to 10 KB, so
+ * that entries span pages and take the long-entry reads), with the log's pages dropped from
+ * the page cache every few blocks (reads of entries that are not resident), compaction every
  * block, pruning with a short history, blocks in flight (submitted, not yet durable),
  * rollbacks followed by different blocks at the same heights (the log tail is cut and
  * rewritten), and a reopen. The last part reopens with QMDB_NO_MMAP=1 (every read through
@@ -16,15 +18,18 @@
 #include "../test.h"
 #include "qmdb.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define KEYS 1500u
 #define OPS 160u
 #define BLOCKS 48u
-#define VMAX 3000u
+#define VMAX 10000u
 
 static char dir[] = "/tmp/qmdb-test-readpathXXXXXX";
 
@@ -53,6 +58,33 @@ value_of(uint64_t s, unsigned k, uint8_t *out)
     for (uint32_t i = 0; i < len; i++)
         out[i] = (uint8_t)test_xorshift(&x);
     return len;
+}
+
+/* Asks the kernel to drop the entry logs' clean pages from the page cache (those not mapped
+ * by a reader), so that the reads that follow find entries that are not resident. */
+static void
+drop_log_pages(const char *d)
+{
+    DIR *dp = opendir(d);
+    CHECK(dp != NULL);
+    struct dirent *de;
+    unsigned n = 0;
+    while (dp && (de = readdir(dp)) != NULL) {
+        if (!strstr(de->d_name, ".entries."))
+            continue;
+        char p[512];
+        snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
+        int fd = open(p, O_RDONLY);
+        if (fd < 0)
+            continue;
+        (void)fdatasync(fd);
+        CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+        close(fd);
+        n++;
+    }
+    if (dp)
+        closedir(dp);
+    CHECK(n > 0);
 }
 
 /* Block with seed s: OPS distinct keys, about one in five present ones deleted. */
@@ -268,7 +300,11 @@ main(void)
             CHECK_OK(qmdb_commit(db, h, b, root[h]));
         }
         snap[h % 3] = cur;
+        if (h % 4 == 1)
+            drop_log_pages(dir);
         check_all(db, "after a block");
+        if (h % 4 == 3)
+            drop_log_pages(dir); /* the next block's prefetch reads entries not resident */
         if (h % 8 == 0) {
             /* Rollback by two blocks, then different blocks at those heights: the log tail
              * is cut and written again at the same offsets with other bytes. */

@@ -14,6 +14,7 @@
 #include "meta.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,8 +34,8 @@ test_hpfile(void)
     qm_err err = {{0}};
     qm_hpfile f;
     const uint64_t seg = 65536;
-    CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "h", seg, 0, 0, 1000, true, false, false, false}, &err));
+    CHECK_OK(
+        qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "h", seg, 0, 0, 1000, true, false, false}, &err));
     static unsigned char data[300000];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (unsigned char)(i * 7 + (i >> 9));
@@ -63,7 +64,7 @@ test_hpfile(void)
     qm_hpfile_close(&f);
 
     CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "h", seg, 0, committed, 1000, false, false, false, false}, &err));
+        &f, &(qm_hpfile_cfg){dir, "h", seg, 0, committed, 1000, false, false, false}, &err));
     CHECK(!exists("h.0000000004")); /* wholly uncommitted segment removed */
     memset(back, 0, sizeof(back));
     CHECK_OK(qm_hpfile_read(&f, 0, back, committed));
@@ -85,8 +86,7 @@ test_hpfile(void)
      * through the descriptors that batched reads open only later. */
     qm_hpfile ro;
     CHECK_OK(qm_hpfile_open(
-        &ro, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 0, false, true, false, false},
-        &err));
+        &ro, &(qm_hpfile_cfg){dir, "h", seg, 140000, committed, 0, false, true, false}, &err));
     CHECK_OK(qm_hpfile_prune_head(&f, 200000));
     CHECK(!exists("h.0000000002"));
     memset(back, 0, 100);
@@ -102,23 +102,20 @@ test_hpfile(void)
 
     /* A committed segment that is missing or short is corruption, not a crash. */
     CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false, false, false},
-        &err));
+        &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false, false}, &err));
     qm_hpfile_close(&f);
     char p[512];
     snprintf(p, sizeof(p), "%s/h.0000000003", dir);
     CHECK(truncate(p, 100) == 0);
-    CHECK_RC(qm_hpfile_open(&f,
-                            &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false,
-                                             false, false},
-                            &err),
+    CHECK_RC(qm_hpfile_open(
+                 &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false, false},
+                 &err),
              QMDB_CORRUPT);
     CHECK(strstr(err.msg, "h.0000000003") != NULL);
     CHECK(unlink(p) == 0);
-    CHECK_RC(qm_hpfile_open(&f,
-                            &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false,
-                                             false, false},
-                            &err),
+    CHECK_RC(qm_hpfile_open(
+                 &f, &(qm_hpfile_cfg){dir, "h", seg, 200000, committed, 1000, false, false, false},
+                 &err),
              QMDB_CORRUPT);
 }
 
@@ -169,8 +166,8 @@ test_hpfile_map(void)
     static unsigned char data[400000];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (unsigned char)(i * 13 + (i >> 11));
-    CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "m", seg, 0, 0, 4096, true, false, true, true}, &err));
+    CHECK_OK(
+        qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "m", seg, 0, 0, 4096, true, false, true}, &err));
     CHECK(qm_hpfile_mapped(&f));
     uint64_t pos;
     CHECK_OK(qm_hpfile_append(&f, data, 200000, &pos));
@@ -213,16 +210,42 @@ test_hpfile_map(void)
 
     /* Reopen: the committed segments are mapped again (bytes as written). */
     CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 4096, false, false, true, true}, &err));
+        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 4096, false, false, true}, &err));
     v = qm_hpfile_view(&f, 190000, 64);
     CHECK(v != NULL && memcmp(v, data + 340000, 64) == 0);
     /* Residency, the prefetcher's reason to skip a read: bytes just written are in the page
-     * cache; nothing past the end, below the head, or longer than a page is. */
+     * cache, also over many pages; nothing past the end, below the head or across a segment
+     * end is. */
     CHECK(qm_hpfile_resident(&f, 190000, 64));
-    CHECK(qm_hpfile_resident(&f, 180200, 64)); /* across a page end */
+    CHECK(qm_hpfile_resident(&f, 180200, 64));    /* across a page end */
+    CHECK(qm_hpfile_resident(&f, 140000, 56000)); /* 14 pages, to the segment's end */
+    CHECK(qm_hpfile_resident(&f, 140000, 300));   /* inside one page */
     CHECK(!qm_hpfile_resident(&f, 209990, 64));
     CHECK(!qm_hpfile_resident(&f, 1000, 8));
-    CHECK(!qm_hpfile_resident(&f, 190000, 8192));
+    CHECK(!qm_hpfile_resident(&f, 190000, 8192)); /* across a segment end */
+    CHECK(!qm_hpfile_resident(&f, 190000, 0));
+    /* Pages dropped from the page cache (clean: the file was synced) are not resident. The
+     * whole segment file is dropped (the page cache may hold it as one large folio, which a
+     * smaller range cannot split); on a file system that cannot drop them (tmpfs keeps its
+     * pages) the drop is seen through mincore first. */
+    char segpath[256];
+    snprintf(segpath, sizeof(segpath), "%s/m.0000000003", dir); /* not viewed yet */
+    int sfd = open(segpath, O_RDONLY);
+    CHECK(sfd >= 0);
+    if (sfd >= 0) {
+        CHECK(posix_fadvise(sfd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+        void *probe = mmap(NULL, 4096, PROT_READ, MAP_SHARED, sfd, 0);
+        unsigned char in[1];
+        bool dropped = probe != MAP_FAILED && mincore(probe, 4096, in) == 0 && !(in[0] & 1);
+        if (probe != MAP_FAILED)
+            munmap(probe, 4096);
+        if (dropped) {
+            CHECK(!qm_hpfile_resident(&f, 197000, 64));
+            CHECK(!qm_hpfile_resident(&f, 196608, 13000));
+            CHECK(qm_hpfile_resident(&f, 140000, 56000)); /* the segment before */
+        }
+        close(sfd);
+    }
     /* The export's one-pass scan: in place from the mapping, through the buffer across
      * segment ends. */
     CHECK(one_pass_matches(&f, 140000, 150000, data + 140000));
@@ -232,7 +255,7 @@ test_hpfile_map(void)
      * QMDB_NO_MMAP=1: reads go through pread and return the same bytes. */
     unsigned char back[64];
     CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 0, false, true, true, true}, &err));
+        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 0, false, true, true}, &err));
     CHECK(!qm_hpfile_mapped(&f) && qm_hpfile_view(&f, 190000, 64) == NULL);
     CHECK_OK(qm_hpfile_read(&f, 190000, back, 64));
     CHECK(memcmp(back, data + 340000, 64) == 0);
@@ -242,7 +265,7 @@ test_hpfile_map(void)
     qm_hpfile_close(&f);
     CHECK(setenv("QMDB_NO_MMAP", "1", 1) == 0);
     CHECK_OK(qm_hpfile_open(
-        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 4096, false, false, true, true}, &err));
+        &f, &(qm_hpfile_cfg){dir, "m", seg, 140000, 210000, 4096, false, false, true}, &err));
     CHECK(!qm_hpfile_mapped(&f) && qm_hpfile_view(&f, 190000, 64) == NULL);
     CHECK_OK(qm_hpfile_read(&f, 190000, back, 64));
     CHECK(memcmp(back, data + 340000, 64) == 0);
