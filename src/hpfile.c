@@ -202,14 +202,26 @@ qm_hpfile_view(const qm_hpfile *f, u64 pos, size_t len)
     return p ? p + off : NULL;
 }
 
+uintptr_t
+qm_page_size(void)
+{
+    static uintptr_t pg;
+    uintptr_t p = __atomic_load_n(&pg, __ATOMIC_RELAXED);
+    if (!p) {
+        long r = sysconf(_SC_PAGESIZE);
+        p = r > 0 ? (uintptr_t)r : 4096;
+        __atomic_store_n(&pg, p, __ATOMIC_RELAXED);
+    }
+    return p;
+}
+
 bool
 qm_hpfile_resident(const qm_hpfile *f, u64 pos, size_t len)
 {
     const u8 *v = len ? qm_hpfile_view(f, pos, len) : NULL;
-    long page = sysconf(_SC_PAGESIZE);
-    if (!v || page <= 0)
+    if (!v)
         return false;
-    uintptr_t pg = (uintptr_t)page;
+    uintptr_t pg = qm_page_size();
     uintptr_t lo = (uintptr_t)v / pg * pg, end = (uintptr_t)v + len;
     size_t pages = (end - lo + pg - 1) / pg;
     unsigned char in[64];
@@ -562,13 +574,13 @@ scan_readahead(qm_scan *sc, u64 pos)
     if (sc->ra_end > pos + QM_SCAN_AHEAD / 2 || qm_io_get() != qm_io_posix())
         return;
     u64 a = QM_MAX(sc->ra_end, pos), b = QM_MIN(pos + QM_SCAN_AHEAD, f->flushed);
-    long page = sysconf(_SC_PAGESIZE);
-    while (a < b && page > 0) {
+    uintptr_t page = qm_page_size();
+    while (a < b) {
         u64 seg = a / f->seg_size, off = a % f->seg_size, len = QM_MIN(b - a, f->seg_size - off);
         const u8 *v = qm_hpfile_view(f, a, (size_t)len);
         int fd = -1;
         if (v) {
-            uintptr_t lo = (uintptr_t)v / (uintptr_t)page * (uintptr_t)page;
+            uintptr_t lo = (uintptr_t)v / page * page;
             (void)madvise((void *)lo, (size_t)((uintptr_t)v + len - lo), MADV_WILLNEED);
         } else if (seg_fd(f, seg, false, &fd) == 0) {
             (void)posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);

@@ -137,31 +137,70 @@ enum {
  * that is not resident would cost a device read per page, where one pread reads it whole. */
 #define SHARD_MAP_MAX 4096
 
+/* After this many residency checks in a row that found their page resident (the log fits in
+ * memory), shard_page_resident asks only one time in SHARD_TRUST_EVERY; an answer of "not
+ * resident" starts the count again. */
+#define SHARD_TRUST_RUN 256u
+#define SHARD_TRUST_EVERY 16u
+
+/* Whether the page of the header of the entry at pos is in the page cache, asked (mincore)
+ * before a client read touches the mapping. Where the answers keep being yes, the question is
+ * pure cost, a system call per read, so it is then mostly skipped: a wrong "yes" costs one
+ * more device read (a fault), never a wrong entry. Only client reads count: the update
+ * stage's reads follow its prefetch, which made them resident. res_run is a shard-wide
+ * heuristic (relaxed, racy by design); the sampling tick is per thread. */
+static bool
+shard_page_resident(qm_shard *s, u64 pos)
+{
+    static __thread u32 tick;
+    u32 run = __atomic_load_n(&s->res_run, __ATOMIC_RELAXED);
+    if (run >= SHARD_TRUST_RUN && ++tick % SHARD_TRUST_EVERY != 0)
+        return true;
+    bool r = qm_hpfile_resident(&s->entries, pos, QM_ENTRY_FIXED + 3);
+    if (!r)
+        __atomic_store_n(&s->res_run, 0, __ATOMIC_RELAXED);
+    else if (run < SHARD_TRUST_RUN)
+        __atomic_store_n(&s->res_run, run + 1, __ATOMIC_RELAXED);
+    return r;
+}
+
+/* Whether the header of the entry at pos, mapped at h, may be touched. A fault on the
+ * mapping reads one page. So in a shard that has met entries over 512 bytes (seen_len), a
+ * client read of an entry whose first seen_len bytes would run onto another page touches the
+ * mapping only if the header's page is resident: else one pread (sized to seen_len) reads all
+ * of it, where the mapping would cost a fault for the header's page and then one for the
+ * next, one after the other. The update stage asks only where seen_len is over a page (its
+ * entries were prefetched). */
+static bool
+shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who)
+{
+    u32 seen = qm_shard_seen_len(s);
+    if (who == RD_UPDATER)
+        return seen <= SHARD_MAP_MAX || qm_hpfile_resident(&s->entries, pos, QM_ENTRY_FIXED + 3);
+    uintptr_t page = qm_page_size();
+    return !seen || (uintptr_t)h % page + seen <= page || shard_page_resident(s, pos);
+}
+
 /* Decodes the entry at pos from the log's read mapping (hpfile.h): 1 when done, 0 when the
- * mapping cannot serve it (unmapped, buffered, across a segment end, or long and not
- * resident). In a shard whose latest long entry (seen_len) is longer than a page, the
- * header's page is asked about before it is touched, so that a long entry that is not
- * resident costs one pread (sized to seen_len), not a fault and a pread. in_place: e points
- * into the mapping (valid under the database's reader lock); else the entry is copied into
+ * mapping cannot serve it (unmapped, buffered, across a segment end, or not resident where
+ * that matters: shard_may_touch, and long entries). who: RD_VIEW decodes in place (e points
+ * into the mapping, valid under the database's reader lock); else the entry is copied into
  * b. */
 static int
-shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, bool in_place)
+shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
 {
     qm_hpfile *f = &s->entries;
     const u8 *h = qm_hpfile_view(f, pos, QM_ENTRY_FIXED + 3);
-    if (!h ||
-        (qm_shard_seen_len(s) > SHARD_MAP_MAX && !qm_hpfile_resident(f, pos, QM_ENTRY_FIXED + 3)))
+    if (!h || !shard_may_touch(s, pos, h, who))
         return 0;
     u32 len = qm_entry_len_from_header(h);
     const u8 *p = qm_hpfile_view(f, pos, len);
     if (!p)
         return 0;
-    if (len > SHARD_MAP_MAX) {
-        qm_shard_saw_len(s, len);
-        if (!qm_hpfile_resident(f, pos, len))
-            return 0;
-    }
-    if (!in_place) {
+    qm_shard_saw_len(s, len);
+    if (len > SHARD_MAP_MAX && !qm_hpfile_resident(f, pos, len))
+        return 0;
+    if (who != RD_VIEW) {
         QM_RET(ebuf_reserve(b, len));
         memcpy(b->p, p, len);
         p = b->p;
@@ -180,7 +219,7 @@ static int
 shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
 {
     int m = 0;
-    if (who != RD_UPDATER && (m = shard_read_mapped(s, pos, b, e, who == RD_VIEW)) != 0)
+    if (who != RD_UPDATER && (m = shard_read_mapped(s, pos, b, e, who)) != 0)
         return m < 0 ? m : 0;
     u32 wlen = 0;
     pthread_mutex_lock(&s->warm_mu);
@@ -199,7 +238,7 @@ shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
                               s->id, pos);
         return 0;
     }
-    if (who == RD_UPDATER && (m = shard_read_mapped(s, pos, b, e, false)) != 0)
+    if (who == RD_UPDATER && (m = shard_read_mapped(s, pos, b, e, who)) != 0)
         return m < 0 ? m : 0;
     u32 guess = QM_MIN(QM_MAX(qm_shard_seen_len(s), SHARD_READ_GUESS), SHARD_READ_MAX);
     QM_RET(ebuf_reserve(b, guess));

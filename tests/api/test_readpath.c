@@ -11,7 +11,9 @@
  * pread) and checks that values and roots are the same as through the log's read mapping.
  * A second part has reader threads doing committed point reads while blocks are committed
  * (new segments mapped, old ones pruned and unmapped under them); every answer must be the
- * value of a height that was durable during the read.
+ * value of a height that was durable during the read. A third part reads entries of 1,000 and
+ * 6,000 bytes with the log's pages dropped before each read: no read may fault more than once
+ * (an entry across two pages is read by one pread, not by a fault per page).
  * CTest runs it as is, with QMDB_NO_MMAP=1 throughout, and with the hybrid indexer.
  * Uses qmdb.h only (plus POSIX).
  */
@@ -24,6 +26,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define KEYS 1500u
@@ -255,6 +260,108 @@ test_readers(const char *path)
     qmdb_batch_free(b);
 }
 
+/* ---- Cold point reads: one device read each at most ---- */
+
+#define COLD 320u
+
+/* Whether the file system under d drops clean pages on POSIX_FADV_DONTNEED (tmpfs does not):
+ * a scratch file written, synced and dropped, then asked about with mincore. */
+static bool
+fs_drops_pages(const char *d)
+{
+    char p[512];
+    snprintf(p, sizeof(p), "%s.probe", d);
+    int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0);
+    static uint8_t blk[65536];
+    memset(blk, 7, sizeof(blk));
+    bool ok = write(fd, blk, sizeof(blk)) == (ssize_t)sizeof(blk) && fdatasync(fd) == 0 &&
+              posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+    unsigned char in[64] = {0};
+    void *m = ok ? mmap(NULL, sizeof(blk), PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    size_t resident = 0;
+    if (m != MAP_FAILED && mincore(m, sizeof(blk), in) == 0) {
+        long pg = sysconf(_SC_PAGESIZE);
+        for (size_t i = 0; i < sizeof(blk) / (size_t)pg && i < sizeof(in); i++)
+            resident += in[i] & 1;
+    } else {
+        ok = false;
+    }
+    if (m != MAP_FAILED)
+        munmap(m, sizeof(blk));
+    close(fd);
+    unlink(p);
+    return ok && resident == 0;
+}
+
+static long
+major_faults(void)
+{
+    struct rusage ru;
+    CHECK(getrusage(RUSAGE_THREAD, &ru) == 0);
+    return ru.ru_majflt;
+}
+
+/* Keys with values of vlen bytes, each read once with the log's pages dropped just before:
+ * every read costs at most one device read, which shows as at most one major fault (a read
+ * served by pread shows none). An entry that runs onto a second page must not fault on each
+ * page in turn (shard.c, shard_may_touch). The memory indexer: its lookups read no pages. */
+static void
+test_cold_reads(const char *path, uint32_t vlen)
+{
+    qmdb_options o;
+    qmdb_options_init(&o);
+    o.indexer = QMDB_INDEXER_MEMORY;
+    CHECK_OK(qmdb_create(path, &o));
+    qmdb_db *db = NULL;
+    CHECK_OK(qmdb_open(path, &o, &db));
+    REQUIRE(db != NULL);
+    qmdb_batch *b = NULL;
+    CHECK_OK(qmdb_batch_new(&b));
+    static uint8_t v[VMAX], buf[VMAX];
+    char key[16];
+    /* Creates, then updates: the update stage reads entries of this length. */
+    for (uint64_t h = 1; h <= 2; h++) {
+        qmdb_batch_reset(b);
+        for (unsigned i = 0; i < COLD; i++) {
+            snprintf(key, sizeof(key), "cold-%04u", i);
+            memset(v, (int)(h * 37 + i), vlen);
+            CHECK_OK(qmdb_batch_put(b, key, strlen(key), v, vlen));
+        }
+        CHECK_OK(qmdb_commit(db, h, b, NULL));
+    }
+    unsigned bad = 0, twice = 0;
+    long faults = 0;
+    bool dropped = fs_drops_pages(path);
+    for (unsigned i = 0; i < COLD; i++) {
+        drop_log_pages(path);
+        snprintf(key, sizeof(key), "cold-%04u", i);
+        memset(v, (int)(2 * 37 + i), vlen);
+        size_t got = 0;
+        long f0 = major_faults();
+        int rc = qmdb_get(db, key, strlen(key), buf, sizeof(buf), &got);
+        long d = major_faults() - f0;
+        bad += rc != 0 || got != vlen || memcmp(buf, v, vlen) != 0;
+        twice += d > 1;
+        faults += d;
+    }
+    if (bad || twice)
+        fprintf(stderr, "cold reads of %u-byte values: %u wrong, %u with two faults or more\n",
+                vlen, bad, twice);
+    CHECK(bad == 0);
+    CHECK(twice == 0);
+    /* Reads through the mapping of pages that were dropped: faults are seen, so the check
+     * above measured something (not on file systems that keep the pages: tmpfs). */
+    const char *nomap = getenv("QMDB_NO_MMAP");
+    if (dropped && !(nomap && strcmp(nomap, "0") != 0) && vlen <= 4096)
+        CHECK(faults > 0);
+    else
+        printf("test_readpath: cold reads of %u-byte values: %ld major faults%s\n", vlen, faults,
+               dropped ? "" : " (the file system kept the dropped pages)");
+    CHECK_OK(qmdb_close(db));
+    qmdb_batch_free(b);
+}
+
 static qmdb_db *
 open_db(const char *path)
 {
@@ -367,6 +474,14 @@ main(void)
     CHECK_OK(qmdb_close(db));
     snprintf(cmd, sizeof(cmd), "rm -rf %s", copy);
     CHECK(system(cmd) == 0);
+
+    static const uint32_t cold_len[] = {1000, 6000};
+    for (unsigned i = 0; i < 2; i++) {
+        snprintf(copy, sizeof(copy), "%s.c%u", dir, i);
+        test_cold_reads(copy, cold_len[i]);
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", copy);
+        CHECK(system(cmd) == 0);
+    }
 
     snprintf(copy, sizeof(copy), "%s.rd", dir);
     test_readers(copy);
