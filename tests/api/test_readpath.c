@@ -208,6 +208,17 @@ reader_main(void *arg)
     return NULL;
 }
 
+/* A new database at path with options o, open. */
+static qmdb_db *
+create_open(const char *path, qmdb_options *o)
+{
+    CHECK_OK(qmdb_create(path, o));
+    qmdb_db *db = NULL;
+    CHECK_OK(qmdb_open(path, o, &db));
+    REQUIRE(db != NULL);
+    return db;
+}
+
 static void
 test_readers(const char *path)
 {
@@ -218,10 +229,7 @@ test_readers(const char *path)
     o.compact_thres = 16;
     o.utilization_ratio = 9;
     o.utilization_div = 10;
-    CHECK_OK(qmdb_create(path, &o));
-    qmdb_db *db = NULL;
-    CHECK_OK(qmdb_open(path, &o, &db));
-    REQUIRE(db != NULL);
+    qmdb_db *db = create_open(path, &o);
     qmdb_batch *b = NULL;
     CHECK_OK(qmdb_batch_new(&b));
     static uint8_t v[VMAX];
@@ -312,10 +320,7 @@ test_cold_reads(const char *path, uint32_t vlen)
     qmdb_options o;
     qmdb_options_init(&o);
     o.indexer = QMDB_INDEXER_MEMORY;
-    CHECK_OK(qmdb_create(path, &o));
-    qmdb_db *db = NULL;
-    CHECK_OK(qmdb_open(path, &o, &db));
-    REQUIRE(db != NULL);
+    qmdb_db *db = create_open(path, &o);
     qmdb_batch *b = NULL;
     CHECK_OK(qmdb_batch_new(&b));
     static uint8_t v[VMAX], buf[VMAX];
