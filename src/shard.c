@@ -143,20 +143,23 @@ enum {
 #define SHARD_TRUST_RUN 256u
 #define SHARD_TRUST_EVERY 16u
 
-/* Whether the page of the header of the entry at pos is in the page cache, asked (mincore)
- * before a client read touches the mapping. Where the answers keep being yes, the question is
- * pure cost, a system call per read, so it is then mostly skipped: a wrong "yes" costs one
- * more device read (a fault), never a wrong entry. Only client reads count: the update
- * stage's reads follow its prefetch, which made them resident. res_run is a shard-wide
- * heuristic (relaxed, racy by design); the sampling tick is per thread. */
+/* Whether the len bytes at pos (an entry's header, or all of a long entry) are in the page
+ * cache, asked (mincore) before a client read touches the mapping. Where the answers keep
+ * being yes, the question is pure cost, a system call per read, so it is then mostly
+ * skipped: a wrong "yes" costs device reads through faults (one per page), never a wrong
+ * entry; a long entry (over SHARD_MAP_MAX) is asked about as a whole, so after a "no" the
+ * count restarts and no long entry is trusted until 256 in a row were resident. Only client
+ * reads count: the update stage's reads follow its prefetch, which made them resident.
+ * res_run is a shard-wide heuristic (relaxed, racy by design); the sampling tick is per
+ * thread. */
 static bool
-shard_page_resident(qm_shard *s, u64 pos)
+shard_page_resident(qm_shard *s, u64 pos, size_t len)
 {
     static __thread u32 tick;
     u32 run = __atomic_load_n(&s->res_run, __ATOMIC_RELAXED);
     if (run >= SHARD_TRUST_RUN && ++tick % SHARD_TRUST_EVERY != 0)
         return true;
-    bool r = qm_hpfile_resident(&s->entries, pos, QM_ENTRY_FIXED + 3);
+    bool r = qm_hpfile_resident(&s->entries, pos, len);
     if (!r)
         __atomic_store_n(&s->res_run, 0, __ATOMIC_RELAXED);
     else if (run < SHARD_TRUST_RUN)
@@ -178,12 +181,14 @@ shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who)
     if (who == RD_UPDATER)
         return seen <= SHARD_MAP_MAX || qm_hpfile_resident(&s->entries, pos, QM_ENTRY_FIXED + 3);
     uintptr_t page = qm_page_size();
-    return !seen || (uintptr_t)h % page + seen <= page || shard_page_resident(s, pos);
+    return !seen || (uintptr_t)h % page + seen <= page ||
+           shard_page_resident(s, pos, QM_ENTRY_FIXED + 3);
 }
 
 /* Decodes the entry at pos from the log's read mapping (hpfile.h): 1 when done, 0 when the
  * mapping cannot serve it (unmapped, buffered, across a segment end, or not resident where
- * that matters: shard_may_touch, and long entries). who: RD_VIEW decodes in place (e points
+ * that matters: shard_may_touch, and long entries: every page of one is asked about, by the
+ * updater always, by clients through shard_page_resident). who: RD_VIEW decodes in place (e points
  * into the mapping, valid under the database's reader lock); else the entry is copied into
  * b. */
 static int
@@ -198,7 +203,8 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     if (!p)
         return 0;
     qm_shard_saw_len(s, len);
-    if (len > SHARD_MAP_MAX && !qm_hpfile_resident(f, pos, len))
+    if (len > SHARD_MAP_MAX &&
+        !(who == RD_UPDATER ? qm_hpfile_resident(f, pos, len) : shard_page_resident(s, pos, len)))
         return 0;
     if (who != RD_VIEW) {
         QM_RET(ebuf_reserve(b, len));

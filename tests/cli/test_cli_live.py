@@ -8,7 +8,9 @@ process runs `qmdb root`, `get`, `stat` and `prove` + `verify` in a loop against
 directory. Every answer names its height, and is checked against a model of every height:
 the root against the root a reference database gave for that height, a value or its absence
 against the model, the live count, and the proof against the root of the height it states.
-Heights never go backwards. Exit 0 if every check passed.
+Heights never go backwards. The blocks are fed in groups: after each group the writer's
+roots are awaited and then one whole round of the reader, so the reader sees at least one
+height per group however slow the machine is. Exit 0 if every check passed.
 """
 import json
 import os
@@ -24,6 +26,7 @@ QMDB = os.path.abspath(sys.argv[1])
 KEYS = 1000
 BLOCKS = 120
 OPS = 300
+GROUPS = 6  # BLOCKS / GROUPS blocks per group; at least one height seen per group
 INIT = ["--compact-thres", "1", "--utilization", "1/1", "--history-blocks", "3",
         "--entry-segment-bytes", "65536"]
 
@@ -101,14 +104,32 @@ def run(tmp):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     done = threading.Event()
     writer_out = []
+    # Rounds of the reader: begun and completed (a round is complete once all its checks ran).
+    cv = threading.Condition()
+    progress = {"begun": 0, "completed": 0}
 
     def feed():
-        for s in scripts:
-            writer.stdin.write(s)
-            writer.stdin.flush()
-            time.sleep(0.05)
+        per = BLOCKS // GROUPS
+        lines = []
+        for g in range(GROUPS):
+            for s in scripts[g * per:(g + 1) * per]:
+                writer.stdin.write(s)
+                writer.stdin.flush()
+                time.sleep(0.01)
+            # The group's roots are printed as its blocks commit; then one reader round that
+            # begins after them (a round that misses it by a block or two still sees a height
+            # of this group, never one of the last).
+            for _ in range(per):
+                line = writer.stdout.readline()
+                if not line:
+                    break
+                lines.append(line)
+            with cv:
+                want = progress["begun"] + 1
+                cv.wait_for(lambda: progress["completed"] >= want, timeout=120)
         writer.stdin.close()
-        writer_out.append(writer.stdout.read())
+        lines.append(writer.stdout.read())
+        writer_out.append("".join(lines))
         writer.wait()
         done.set()
 
@@ -119,9 +140,15 @@ def run(tmp):
     proof = os.path.join(tmp, "proof")
     while True:
         final = done.is_set()
+        with cv:
+            progress["begun"] += 1
+            this_round = progress["begun"]
         rc, out, err = qmdb("root", live, "--json")
         check(rc == 0, "root: rc %d: %s" % (rc, err))
         if rc != 0:
+            with cv:
+                progress["completed"] = 1 << 30
+                cv.notify_all()
             break
         d = json.loads(out)
         h = d["height"]
@@ -163,6 +190,9 @@ def run(tmp):
             check(rc == 0 and out.strip() == "valid",
                   "verify %s at %d: rc %d: %s%s" % (kh, ph, rc, out, err))
         rounds += 1
+        with cv:
+            progress["completed"] = this_round
+            cv.notify_all()
         if final:
             check(last == BLOCKS, "the last round sees height %d, not %d" % (last, BLOCKS))
             break
