@@ -102,11 +102,15 @@ page_nrec(const run *r, u64 p)
 /*
  * Run pages recently read by this thread, keyed by (run id, page): the lookups of one key
  * (find, then the predecessor's records) and the update stage's lookups right after the
- * prefetcher's usually want the same page. A page is CRC-checked when it enters.
+ * prefetcher's usually want the same page. A page is CRC-checked when it enters. p points
+ * at the page: into the run's mapping (hix_run_map), else at buf, where pread put it. A
+ * mapping lives as long as its run, and a run is replaced only under the writer lock, while
+ * no lookup runs; entries of a replaced run are never matched again (run ids are unique).
  */
 #define PC_SLOTS 4u
 typedef struct pcache_ent {
     u64 run_id, page; /* run_id 0: empty */
+    const u8 *p;
     u8 buf[QM_HIX_PAGE];
 } pcache_ent;
 static __thread pcache_ent tl_pc[PC_SLOTS];
@@ -119,7 +123,7 @@ pc_find(const run *r, u64 p)
 {
     for (unsigned i = 0; i < PC_SLOTS; i++)
         if (tl_pc[i].run_id == r->id && tl_pc[i].page == p)
-            return tl_pc[i].buf;
+            return tl_pc[i].p;
     return NULL;
 }
 
@@ -128,8 +132,8 @@ static bool
 pc_admit(qm_hindex *x, const run *r, u64 p, pcache_ent *e)
 {
     __atomic_fetch_add(&x->page_reads, 1, __ATOMIC_RELAXED);
-    if (qm_get_u32le(e->buf + QM_HIX_PAGE - 4) != page_crc(e->buf, p) ||
-        memcmp(e->buf, r->first + p * 6, 6) != 0)
+    if (qm_get_u32le(e->p + QM_HIX_PAGE - 4) != page_crc(e->p, p) ||
+        memcmp(e->p, r->first + p * 6, 6) != 0)
         return false;
     e->run_id = r->id;
     e->page = p;
@@ -144,14 +148,19 @@ run_page(qm_hindex *x, const run *r, u64 p, const u8 **out, qm_err *err)
         return 0;
     pcache_ent *e = &tl_pc[tl_pc_next % PC_SLOTS];
     e->run_id = 0;
-    int rc = qm_iox_pread_full(x->io, r->fd, e->buf, QM_HIX_PAGE, (p + 1) * QM_HIX_PAGE);
-    if (rc)
-        return qm_err_set(err, rc, "%s: reading index page %" PRIu64 ": %s", x->path, p,
-                          strerror(-rc));
+    if (r->map) {
+        e->p = r->map + (p + 1) * QM_HIX_PAGE;
+    } else {
+        int rc = qm_iox_pread_full(x->io, r->fd, e->buf, QM_HIX_PAGE, (p + 1) * QM_HIX_PAGE);
+        if (rc)
+            return qm_err_set(err, rc, "%s: reading index page %" PRIu64 ": %s", x->path, p,
+                              strerror(-rc));
+        e->p = e->buf;
+    }
     if (!pc_admit(x, r, p, e))
         return QM_CORRUPT(err, "%s: index page %" PRIu64 " (offset %" PRIu64 ") is corrupt",
                           x->path, p, (p + 1) * QM_HIX_PAGE);
-    *out = e->buf;
+    *out = e->p;
     return 0;
 }
 
@@ -181,8 +190,24 @@ qm_hix_cached(qm_hindex *x, const u8 kh[32])
     if (pc_find(r, p))
         return true;
     pcache_ent *e = &tl_pc[tl_pc_next % PC_SLOTS];
-    struct iovec iov = {e->buf, QM_HIX_PAGE};
     e->run_id = 0;
+    if (r->map) {
+        /* Resident: the page cache holds the page (asked with mincore unless the index's
+         * pages are trusted: x->res, io.h). A wrong "yes" costs the lookup a fault that reads
+         * the page, never a wrong answer. A damaged page is left to the lookup. */
+        const u8 *pg = r->map + (p + 1) * QM_HIX_PAGE;
+        if (!qm_trust_skip(&x->res)) {
+            bool in = qm_io_resident(pg, QM_HIX_PAGE);
+            qm_trust_note(&x->res, in);
+            if (!in)
+                return false;
+        }
+        e->p = pg;
+        (void)pc_admit(x, r, p, e);
+        return true;
+    }
+    struct iovec iov = {e->buf, QM_HIX_PAGE};
+    e->p = e->buf;
     ssize_t n = preadv2(r->fd, &iov, 1, (off_t)((p + 1) * QM_HIX_PAGE), RWF_NOWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return false;
@@ -617,6 +642,7 @@ install_locked(qm_hindex *x)
     x->r = x->out;
     x->out.fd = -1;
     x->out.first = NULL;
+    x->out.map = NULL;
     layer_free(x->f);
     x->f = NULL;
     x->gen = x->fgen;

@@ -39,6 +39,8 @@ typedef struct run {
     u64 nrec, npages;
     u8 *first; /* npages * 6 bytes */
     u64 file_bytes;
+    const u8 *map; /* the file's pages [0, npages] mapped read-only, or NULL (hix_run_map) */
+    size_t map_len;
 } run;
 
 enum { MERGE_IDLE, MERGE_REQUESTED, MERGE_DONE };
@@ -62,6 +64,7 @@ struct qm_hindex {
     qm_err merr, *err;
     u64 merges;
     u64 page_reads;      /* atomic */
+    qm_trust res;        /* mapped run pages found resident in a row (qm_hix_cached) */
     struct memo_ent *mt; /* the per-block memo (below), guarded by mmu */
     u64 mcap, mn, mrun;
     pthread_mutex_t mmu;
@@ -108,6 +111,9 @@ QM_HIDDEN int hix_ps_add(posset *s, u64 pos);
 QM_HIDDEN bool hix_ps_has(const posset *s, u64 pos);
 QM_HIDDEN u64 hix_new_run_id(void);
 QM_HIDDEN void hix_run_close(const qm_io *io, run *r);
+/* Maps r's header and record pages read-only for lookups (no system call per page), where
+ * files may be mapped (qm_io_map_allowed); else, or if mmap fails, lookups use pread. */
+QM_HIDDEN void hix_run_map(run *r);
 /* x's directory, run path (dir/sXX.hix), its temporary (.tmp) and shard. */
 QM_HIDDEN void hix_set_paths(qm_hindex *x, const char *dir, unsigned shard);
 QM_HIDDEN void hix_bulk_free(qm_hindex *x);

@@ -112,17 +112,6 @@ qm_hist_body(qm_hist_map *m, u64 off, size_t len)
     return body + off;
 }
 
-/* Whether the file may be mapped: not under a test I/O layer (it must see every read) and not
- * when QMDB_NO_MMAP=1; the file is then read into memory whole (as by hpfile.c's rule). */
-static bool
-hf_map_allowed(void)
-{
-    const char *env = getenv("QMDB_NO_MMAP");
-    if (env && env[0] && strcmp(env, "0") != 0)
-        return false;
-    return qm_io_get() == qm_io_posix() && SIZE_MAX > UINT32_MAX;
-}
-
 int
 qm_hist_map_open(const char *dir, unsigned shard, qm_hist_map *m)
 {
@@ -137,7 +126,7 @@ qm_hist_map_open(const char *dir, unsigned shard, qm_hist_map *m)
     int rc = io->fsize(fd, &size);
     if (!rc && (size < QM_HIST_HDR || size > HF_MAX_SN * 64 || size > SIZE_MAX))
         rc = QMDB_CORRUPT;
-    bool map = hf_map_allowed();
+    bool map = qm_io_map_allowed();
     void *p = map ? MAP_FAILED : NULL;
     if (!rc && map) {
         p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);

@@ -115,8 +115,25 @@ hix_set_paths(qm_hindex *x, const char *dir, unsigned shard)
 }
 
 void
+hix_run_map(run *r)
+{
+    if (r->fd < 0 || r->npages == 0 || r->map || !qm_io_map_allowed())
+        return;
+    size_t len = (size_t)(r->npages + 1) * QM_HIX_PAGE;
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, r->fd, 0);
+    if (m == MAP_FAILED)
+        return;
+    /* Lookups touch one page each: a fault reads that page only, as the pread did. */
+    (void)madvise(m, len, MADV_RANDOM);
+    r->map = m;
+    r->map_len = len;
+}
+
+void
 hix_run_close(const qm_io *io, run *r)
 {
+    if (r->map)
+        munmap((void *)r->map, r->map_len);
     if (r->fd >= 0)
         io->close(r->fd);
     free(r->first);

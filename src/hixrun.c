@@ -212,6 +212,7 @@ rw_finish(rwriter *w, const qm_hix_state *st, u64 gen, const u8 *blob, size_t bl
     w->out.fd = fd;
     w->out.id = hix_new_run_id();
     w->out.file_bytes = sparse_off + sparse_len + blob_len;
+    hix_run_map(&w->out);
     return 0;
 }
 
@@ -514,6 +515,7 @@ hix_run_read(const char *dir, unsigned shard, run *out, qm_hix_state *st, u64 *g
     out->npages = npages;
     out->first = first;
     out->file_bytes = fsize;
+    hix_run_map(out);
     st->height = qm_get_u64le(h + 64);
     st->next_sn = qm_get_u64le(h + 72);
     st->entry_size = qm_get_u64le(h + 80);

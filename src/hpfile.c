@@ -124,17 +124,6 @@ qm_hpfile_read_fd(qm_hpfile *f, u64 pos, bool direct, int *fd, u64 *off, u64 *se
     return rc;
 }
 
-/* Whether segments may be mapped at all: not under a test I/O layer (it must see every read)
- * and not when QMDB_NO_MMAP=1 (reads then go through pread, as on systems without mmap). */
-static bool
-map_allowed(void)
-{
-    const char *env = getenv("QMDB_NO_MMAP");
-    if (env && env[0] && strcmp(env, "0") != 0)
-        return false;
-    return qm_io_get() == qm_io_posix() && SIZE_MAX > UINT32_MAX;
-}
-
 /* Segment mappings of the whole process, at most QM_HP_MAPS_MAX: every mapping is one of the
  * process's memory areas (vm.max_map_count, 65,530 by default, shared with malloc and
  * everything else), so a database with tiny segments reads its oldest ones through pread
@@ -218,23 +207,7 @@ qm_page_size(void)
 bool
 qm_hpfile_resident(const qm_hpfile *f, u64 pos, size_t len)
 {
-    const u8 *v = len ? qm_hpfile_view(f, pos, len) : NULL;
-    if (!v)
-        return false;
-    uintptr_t pg = qm_page_size();
-    uintptr_t lo = (uintptr_t)v / pg * pg, end = (uintptr_t)v + len;
-    size_t pages = (end - lo + pg - 1) / pg;
-    unsigned char in[64];
-    for (size_t done = 0; done < pages;) {
-        size_t k = QM_MIN(pages - done, sizeof(in));
-        if (mincore((void *)(lo + done * pg), k * pg, in) != 0)
-            return false;
-        for (size_t i = 0; i < k; i++)
-            if (!(in[i] & 1))
-                return false;
-        done += k;
-    }
-    return true;
+    return len && qm_io_resident(qm_hpfile_view(f, pos, len), len);
 }
 
 bool
@@ -293,7 +266,7 @@ qm_hpfile_open(qm_hpfile *f, const qm_hpfile_cfg *cfg, qm_err *err)
     f->head = head;
     f->size = f->flushed = f->synced = size;
     f->rdonly = rdonly;
-    f->map = cfg->map && !rdonly && map_allowed();
+    f->map = cfg->map && !rdonly && qm_io_map_allowed();
     f->buf_cap = buf_cap;
     size_t plen = strlen(dir) + strlen(prefix) + 2;
     f->path_prefix = malloc(plen);

@@ -7,8 +7,12 @@
 
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,6 +97,54 @@ bool
 qm_io_concurrent(void)
 {
     return qm_io_get()->concurrent;
+}
+
+bool
+qm_io_map_allowed(void)
+{
+    const char *env = getenv("QMDB_NO_MMAP");
+    if (env && env[0] && strcmp(env, "0") != 0)
+        return false;
+    return qm_io_get() == qm_io_posix() && SIZE_MAX > UINT32_MAX;
+}
+
+bool
+qm_io_resident(const void *addr, size_t len)
+{
+    if (!addr || !len)
+        return false;
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)addr / pg * pg, end = (uintptr_t)addr + len;
+    size_t pages = (end - lo + pg - 1) / pg;
+    unsigned char in[64];
+    for (size_t done = 0; done < pages;) {
+        size_t k = QM_MIN(pages - done, sizeof(in));
+        if (mincore((void *)(lo + done * pg), k * pg, in) != 0)
+            return false;
+        for (size_t i = 0; i < k; i++)
+            if (!(in[i] & 1))
+                return false;
+        done += k;
+    }
+    return true;
+}
+
+bool
+qm_trust_skip(qm_trust *t)
+{
+    static __thread u32 tick;
+    return __atomic_load_n(&t->run, __ATOMIC_RELAXED) >= QM_TRUST_RUN &&
+           ++tick % QM_TRUST_EVERY != 0;
+}
+
+void
+qm_trust_note(qm_trust *t, bool resident)
+{
+    u32 run = __atomic_load_n(&t->run, __ATOMIC_RELAXED);
+    if (!resident)
+        __atomic_store_n(&t->run, 0, __ATOMIC_RELAXED);
+    else if (run < QM_TRUST_RUN)
+        __atomic_store_n(&t->run, run + 1, __ATOMIC_RELAXED);
 }
 
 void

@@ -44,6 +44,29 @@ QM_HIDDEN void qm_io_set(const qm_io *io); /* NULL restores POSIX */
 QM_HIDDEN const qm_io *qm_io_posix(void);
 /* Whether the layer in use lets the engine run concurrently (always true for POSIX). */
 QM_HIDDEN bool qm_io_concurrent(void);
+/* Whether files may be read through mappings: not under a test I/O layer (it must see every
+ * read) and not when QMDB_NO_MMAP=1 (reads then go through pread, as on systems without
+ * mmap). */
+QM_HIDDEN bool qm_io_map_allowed(void);
+/* Whether every page of [addr, addr + len), a range of a file mapping, is in the page cache
+ * (mincore); false on any error. */
+QM_HIDDEN bool qm_io_resident(const void *addr, size_t len);
+
+/* A residency question (qm_io_resident) whose answers keep being yes is pure cost, a system
+ * call per read. A qm_trust counts the yes answers in a row: after QM_TRUST_RUN of them,
+ * qm_trust_skip tells the caller to ask only one time in QM_TRUST_EVERY, and a no
+ * (qm_trust_note) starts the count again. A wrong "yes" costs a page fault that reads from
+ * the device, never a wrong answer. Relaxed atomics, racy by design (a heuristic shared by
+ * threads); the sampling tick is per thread. */
+typedef struct qm_trust {
+    u32 run;
+} qm_trust;
+#define QM_TRUST_RUN 256u
+#define QM_TRUST_EVERY 16u
+/* True: assume resident without asking. */
+QM_HIDDEN bool qm_trust_skip(qm_trust *t);
+/* Records the answer of a question that was asked. */
+QM_HIDDEN void qm_trust_note(qm_trust *t, bool resident);
 
 /* Helpers over the vtable. */
 QM_HIDDEN int qm_io_pread_full(int fd, void *buf, size_t len, u64 off);

@@ -137,75 +137,65 @@ enum {
  * that is not resident would cost a device read per page, where one pread reads it whole. */
 #define SHARD_MAP_MAX 4096
 
-/* After this many residency checks in a row that found their page resident (the log fits in
- * memory), shard_page_resident asks only one time in SHARD_TRUST_EVERY; an answer of "not
- * resident" starts the count again. */
-#define SHARD_TRUST_RUN 256u
-#define SHARD_TRUST_EVERY 16u
-
-/* Whether the len bytes at pos (an entry's header, or all of a long entry) are in the page
- * cache, asked (mincore) before a client read touches the mapping. Where the answers keep
- * being yes, the question is pure cost, a system call per read, so it is then mostly
- * skipped: a wrong "yes" costs device reads through faults (one per page), never a wrong
- * entry; a long entry (over SHARD_MAP_MAX) is asked about as a whole, so after a "no" the
- * count restarts and no long entry is trusted until 256 in a row were resident. Only client
- * reads count: the update stage's reads follow its prefetch, which made them resident.
- * res_run is a shard-wide heuristic (relaxed, racy by design); the sampling tick is per
- * thread. */
-static bool
-shard_page_resident(qm_shard *s, u64 pos, size_t len)
-{
-    static __thread u32 tick;
-    u32 run = __atomic_load_n(&s->res_run, __ATOMIC_RELAXED);
-    if (run >= SHARD_TRUST_RUN && ++tick % SHARD_TRUST_EVERY != 0)
-        return true;
-    bool r = qm_hpfile_resident(&s->entries, pos, len);
-    if (!r)
-        __atomic_store_n(&s->res_run, 0, __ATOMIC_RELAXED);
-    else if (run < SHARD_TRUST_RUN)
-        __atomic_store_n(&s->res_run, run + 1, __ATOMIC_RELAXED);
-    return r;
-}
-
 /* Whether the header of the entry at pos, mapped at h, may be touched. A fault on the
  * mapping reads one page. So in a shard that has met entries over 512 bytes (seen_len), a
  * client read of an entry whose first seen_len bytes would run onto another page touches the
  * mapping only if the header's page is resident: else one pread (sized to seen_len) reads all
  * of it, where the mapping would cost a fault for the header's page and then one for the
  * next, one after the other. The update stage asks only where seen_len is over a page (its
- * entries were prefetched). */
+ * entries were prefetched). A client read that trusts the shard's pages (trusted) does not
+ * ask; *asked tells whether it did. */
 static bool
-shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who)
+shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who, bool trusted, bool *asked)
 {
     u32 seen = qm_shard_seen_len(s);
+    *asked = false;
     if (who == RD_UPDATER)
         return seen <= SHARD_MAP_MAX || qm_hpfile_resident(&s->entries, pos, QM_ENTRY_FIXED + 3);
     uintptr_t page = qm_page_size();
-    return !seen || (uintptr_t)h % page + seen <= page ||
-           shard_page_resident(s, pos, QM_ENTRY_FIXED + 3);
+    if (trusted || !seen || (uintptr_t)h % page + seen <= page)
+        return true;
+    *asked = true;
+    return qm_hpfile_resident(&s->entries, pos, QM_ENTRY_FIXED + 3);
 }
 
 /* Decodes the entry at pos from the log's read mapping (hpfile.h): 1 when done, 0 when the
  * mapping cannot serve it (unmapped, buffered, across a segment end, or not resident where
  * that matters: shard_may_touch, and long entries: every page of one is asked about, by the
- * updater always, by clients through shard_page_resident). who: RD_VIEW decodes in place (e points
- * into the mapping, valid under the database's reader lock); else the entry is copied into
- * b. */
+ * updater always, by a client unless the shard's counter s->res trusts its pages). Client
+ * reads feed that counter once per read, so a shard trusts its pages after QM_TRUST_RUN reads
+ * in a row found them resident, and then asks in one read of QM_TRUST_EVERY (io.h). who:
+ * RD_VIEW decodes in place (e points into the mapping, valid under the database's reader
+ * lock); else the entry is copied into b. */
 static int
 shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
 {
     qm_hpfile *f = &s->entries;
     const u8 *h = qm_hpfile_view(f, pos, QM_ENTRY_FIXED + 3);
-    if (!h || !shard_may_touch(s, pos, h, who))
+    if (!h)
         return 0;
+    /* One decision per client read: trusted, or every question asked and the answers (all
+     * yes, or the first no) noted once. */
+    bool trusted = who != RD_UPDATER && qm_trust_skip(&s->res), asked;
+    if (!shard_may_touch(s, pos, h, who, trusted, &asked)) {
+        if (asked)
+            qm_trust_note(&s->res, false);
+        return 0;
+    }
     u32 len = qm_entry_len_from_header(h);
     const u8 *p = qm_hpfile_view(f, pos, len);
     if (!p)
         return 0;
     qm_shard_saw_len(s, len);
-    if (len > SHARD_MAP_MAX &&
-        !(who == RD_UPDATER ? qm_hpfile_resident(f, pos, len) : shard_page_resident(s, pos, len)))
-        return 0;
+    if (len > SHARD_MAP_MAX && !trusted) {
+        bool in = qm_hpfile_resident(f, pos, len);
+        if (who != RD_UPDATER)
+            qm_trust_note(&s->res, in);
+        if (!in)
+            return 0;
+    } else if (asked) {
+        qm_trust_note(&s->res, true);
+    }
     if (who != RD_VIEW) {
         QM_RET(ebuf_reserve(b, len));
         memcpy(b->p, p, len);

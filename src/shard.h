@@ -85,8 +85,8 @@ typedef struct qm_shard {
     pthread_mutex_t warm_mu; /* guards warm: concurrent readers fill it */
     u32 seen_len; /* length of the latest entry over 512 bytes read from this shard, 0 before
                      one: sizes the next reads (prefetch.c, shard.c; relaxed atomic) */
-    u32 res_run;  /* residency checks in a row that found their page in the page cache
-                     (shard_page_resident; relaxed atomic) */
+    qm_trust res; /* client reads' residency checks that found their pages in the page
+                     cache, in a row (io.h; shard.c's shard_read_mapped) */
     u8 *twigrec;  /* 128 KiB scratch for twig records */
     FILE *trace;  /* optional append trace (debugging aid) */
     struct qm_undo *undo; /* when set, the update stage records pre-images here (undo.h) */

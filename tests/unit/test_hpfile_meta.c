@@ -2,15 +2,16 @@
 /*
  * test_hpfile_meta.c -- the segmented head-prunable file (append/read across segments and the
  * write buffer, reopen cutting torn tails, head pruning deleting segments, missing segments
- * reported as corruption), the read mapping (qm_hpfile_view: the same bytes as pread, nothing
- * past the written prefix, below the head or after a cut; refused for read-only handles and
- * under QMDB_NO_MMAP=1), page-cache residency (qm_hpfile_resident), the one-pass scan of the
- * snapshot export (in place or through pread) and the metadata slots (round trip, CRC, slot
- * choice, torn slot).
+ * reported as corruption), the residency trust counter (qm_trust, io.h), the read mapping
+ * (qm_hpfile_view: the same bytes as pread, nothing past the written prefix, below the head or
+ * after a cut; refused for read-only handles and under QMDB_NO_MMAP=1), page-cache residency
+ * (qm_hpfile_resident), the one-pass scan of the snapshot export (in place or through pread) and
+ * the metadata slots (round trip, CRC, slot choice, torn slot).
  */
 #include "../test.h"
 #include "codec.h"
 #include "hpfile.h"
+#include "io.h"
 #include "meta.h"
 
 #include <fcntl.h>
@@ -436,9 +437,49 @@ test_meta(void)
     rmdir(empty);
 }
 
+/* qm_trust: never skips before QM_TRUST_RUN yes answers in a row; then skips all but one
+ * call in QM_TRUST_EVERY; one no starts the count again. */
+static void
+test_trust(void)
+{
+    qm_trust t = {0};
+    for (unsigned i = 0; i < QM_TRUST_RUN - 1; i++) {
+        CHECK(!qm_trust_skip(&t));
+        qm_trust_note(&t, true);
+    }
+    qm_trust_note(&t, false); /* one short of trust: a no restarts the count */
+    for (unsigned i = 0; i < QM_TRUST_RUN - 1; i++) {
+        CHECK(!qm_trust_skip(&t));
+        qm_trust_note(&t, true);
+    }
+    CHECK(!qm_trust_skip(&t));
+    qm_trust_note(&t, true);
+    unsigned skipped = 0, calls = 20 * QM_TRUST_EVERY;
+    for (unsigned i = 0; i < calls; i++)
+        skipped += qm_trust_skip(&t);
+    CHECK_EQ_U64(skipped, calls - calls / QM_TRUST_EVERY);
+    for (unsigned i = 0; i < QM_TRUST_EVERY; i++) /* the asked call of the next round */
+        if (!qm_trust_skip(&t))
+            break;
+    qm_trust_note(&t, false);
+    for (unsigned i = 0; i < 4 * QM_TRUST_EVERY; i++)
+        CHECK(!qm_trust_skip(&t));
+    /* qm_io_resident: an anonymous page just written is resident; an empty range is not. */
+    long pg = sysconf(_SC_PAGESIZE);
+    unsigned char *m =
+        mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(m != MAP_FAILED);
+    m[0] = 1;
+    CHECK(qm_io_resident(m, 1));
+    CHECK(!qm_io_resident(m, 0));
+    CHECK(!qm_io_resident(NULL, 1));
+    munmap(m, (size_t)pg);
+}
+
 int
 main(void)
 {
+    test_trust();
     REQUIRE(mkdtemp(dir) != NULL);
     test_hpfile();
     test_hpfile_map();
