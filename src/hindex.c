@@ -640,9 +640,7 @@ install_locked(qm_hindex *x)
     }
     hix_run_close(x->io, &x->r);
     x->r = x->out;
-    x->out.fd = -1;
-    x->out.first = NULL;
-    x->out.map = NULL;
+    x->out = (run){.fd = -1}; /* moved to r: fd, records and mapping */
     layer_free(x->f);
     x->f = NULL;
     x->gen = x->fgen;

@@ -191,19 +191,6 @@ qm_hpfile_view(const qm_hpfile *f, u64 pos, size_t len)
     return p ? p + off : NULL;
 }
 
-uintptr_t
-qm_page_size(void)
-{
-    static uintptr_t pg;
-    uintptr_t p = __atomic_load_n(&pg, __ATOMIC_RELAXED);
-    if (!p) {
-        long r = sysconf(_SC_PAGESIZE);
-        p = r > 0 ? (uintptr_t)r : 4096;
-        __atomic_store_n(&pg, p, __ATOMIC_RELAXED);
-    }
-    return p;
-}
-
 bool
 qm_hpfile_resident(const qm_hpfile *f, u64 pos, size_t len)
 {

@@ -93,8 +93,6 @@ QM_HIDDEN const u8 *qm_hpfile_view(const qm_hpfile *f, u64 pos, size_t len);
  * batched read skips such bytes: the reader takes them from the mapping, with no system call
  * and no copy. */
 QM_HIDDEN bool qm_hpfile_resident(const qm_hpfile *f, u64 pos, size_t len);
-/* The system's page size (4 KiB when it cannot be had). */
-QM_HIDDEN uintptr_t qm_page_size(void);
 /* Whether segment mapping is in effect for f (tests, qmdb_stat). */
 QM_HIDDEN bool qm_hpfile_mapped(const qm_hpfile *f);
 /* Reads up to len bytes at pos, stopping at size; *got receives the count. */

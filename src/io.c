@@ -108,12 +108,25 @@ qm_io_map_allowed(void)
     return qm_io_get() == qm_io_posix() && SIZE_MAX > UINT32_MAX;
 }
 
+uintptr_t
+qm_page_size(void)
+{
+    static uintptr_t pg;
+    uintptr_t p = __atomic_load_n(&pg, __ATOMIC_RELAXED);
+    if (!p) {
+        long r = sysconf(_SC_PAGESIZE);
+        p = r > 0 ? (uintptr_t)r : 4096;
+        __atomic_store_n(&pg, p, __ATOMIC_RELAXED);
+    }
+    return p;
+}
+
 bool
 qm_io_resident(const void *addr, size_t len)
 {
     if (!addr || !len)
         return false;
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t pg = qm_page_size();
     uintptr_t lo = (uintptr_t)addr / pg * pg, end = (uintptr_t)addr + len;
     size_t pages = (end - lo + pg - 1) / pg;
     unsigned char in[64];
@@ -127,24 +140,6 @@ qm_io_resident(const void *addr, size_t len)
         done += k;
     }
     return true;
-}
-
-bool
-qm_trust_skip(qm_trust *t)
-{
-    static __thread u32 tick;
-    return __atomic_load_n(&t->run, __ATOMIC_RELAXED) >= QM_TRUST_RUN &&
-           ++tick % QM_TRUST_EVERY != 0;
-}
-
-void
-qm_trust_note(qm_trust *t, bool resident)
-{
-    u32 run = __atomic_load_n(&t->run, __ATOMIC_RELAXED);
-    if (!resident)
-        __atomic_store_n(&t->run, 0, __ATOMIC_RELAXED);
-    else if (run < QM_TRUST_RUN)
-        __atomic_store_n(&t->run, run + 1, __ATOMIC_RELAXED);
 }
 
 void

@@ -48,6 +48,8 @@ QM_HIDDEN bool qm_io_concurrent(void);
  * read) and not when QMDB_NO_MMAP=1 (reads then go through pread, as on systems without
  * mmap). */
 QM_HIDDEN bool qm_io_map_allowed(void);
+/* The system's page size (4 KiB when it cannot be had). */
+QM_HIDDEN uintptr_t qm_page_size(void);
 /* Whether every page of [addr, addr + len), a range of a file mapping, is in the page cache
  * (mincore); false on any error. */
 QM_HIDDEN bool qm_io_resident(const void *addr, size_t len);
@@ -57,16 +59,33 @@ QM_HIDDEN bool qm_io_resident(const void *addr, size_t len);
  * qm_trust_skip tells the caller to ask only one time in QM_TRUST_EVERY, and a no
  * (qm_trust_note) starts the count again. A wrong "yes" costs a page fault that reads from
  * the device, never a wrong answer. Relaxed atomics, racy by design (a heuristic shared by
- * threads); the sampling tick is per thread. */
+ * threads). Inline, on the read paths: the sampling tick is per thread and per source file,
+ * so the entry log's questions (shard.c) and the index's (hindex.c) do not share one tick,
+ * where calls that alternate between them could leave one counter never asked. */
 typedef struct qm_trust {
     u32 run;
 } qm_trust;
 #define QM_TRUST_RUN 256u
 #define QM_TRUST_EVERY 16u
 /* True: assume resident without asking. */
-QM_HIDDEN bool qm_trust_skip(qm_trust *t);
+static inline bool
+qm_trust_skip(qm_trust *t)
+{
+    static __thread u32 tick;
+    return __atomic_load_n(&t->run, __ATOMIC_RELAXED) >= QM_TRUST_RUN &&
+           ++tick % QM_TRUST_EVERY != 0;
+}
+
 /* Records the answer of a question that was asked. */
-QM_HIDDEN void qm_trust_note(qm_trust *t, bool resident);
+static inline void
+qm_trust_note(qm_trust *t, bool resident)
+{
+    u32 run = __atomic_load_n(&t->run, __ATOMIC_RELAXED);
+    if (!resident)
+        __atomic_store_n(&t->run, 0, __ATOMIC_RELAXED);
+    else if (run < QM_TRUST_RUN)
+        __atomic_store_n(&t->run, run + 1, __ATOMIC_RELAXED);
+}
 
 /* Helpers over the vtable. */
 QM_HIDDEN int qm_io_pread_full(int fd, void *buf, size_t len, u64 off);
