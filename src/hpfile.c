@@ -197,6 +197,15 @@ qm_hpfile_resident(const qm_hpfile *f, u64 pos, size_t len)
     return len && qm_io_resident(qm_hpfile_view(f, pos, len), len);
 }
 
+size_t
+qm_hpfile_span(const qm_hpfile *f, u64 pos, size_t len)
+{
+    if (pos < f->head || pos > f->flushed)
+        return 0;
+    u64 left = QM_MIN(f->flushed - pos, f->seg_size - pos % f->seg_size);
+    return (size_t)QM_MIN((u64)len, left);
+}
+
 bool
 qm_hpfile_mapped(const qm_hpfile *f)
 {

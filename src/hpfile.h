@@ -93,6 +93,9 @@ QM_HIDDEN const u8 *qm_hpfile_view(const qm_hpfile *f, u64 pos, size_t len);
  * batched read skips such bytes: the reader takes them from the mapping, with no system call
  * and no copy. */
 QM_HIDDEN bool qm_hpfile_resident(const qm_hpfile *f, u64 pos, size_t len);
+/* How many of the len bytes from pos one view could cover: those flushed and within pos's
+ * segment (0 when pos is outside [head, flushed]). */
+QM_HIDDEN size_t qm_hpfile_span(const qm_hpfile *f, u64 pos, size_t len);
 /* Whether segment mapping is in effect for f (tests, qmdb_stat). */
 QM_HIDDEN bool qm_hpfile_mapped(const qm_hpfile *f);
 /* Reads up to len bytes at pos, stopping at size; *got receives the count. */

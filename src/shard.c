@@ -143,20 +143,23 @@ enum {
  * mapping only if the header's page is resident: else one pread (sized to seen_len) reads all
  * of it, where the mapping would cost a fault for the header's page and then one for the
  * next, one after the other. The update stage asks only where seen_len is over a page (its
- * entries were prefetched). A client read that trusts the shard's pages (trusted) does not
- * ask; *asked tells whether it did. */
+ * entries were prefetched). Where seen_len is over SHARD_MAP_MAX, the question covers the
+ * first seen_len bytes (as far as the segment goes), not just the header: the entry is
+ * usually that long, and then that one question is all a long read asks. A client read that
+ * trusts the shard's pages (trusted) does not ask. *asked: how many bytes from pos the
+ * question covered (0: none asked). */
 static bool
-shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who, bool trusted, bool *asked)
+shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who, bool trusted, size_t *asked)
 {
     u32 seen = qm_shard_seen_len(s);
-    *asked = false;
-    if (who == RD_UPDATER)
-        return seen <= SHARD_MAP_MAX || qm_hpfile_resident(&s->entries, pos, QM_ENTRY_FIXED + 3);
     uintptr_t page = qm_page_size();
-    if (trusted || !seen || (uintptr_t)h % page + seen <= page)
+    *asked = 0;
+    if (who == RD_UPDATER ? seen <= SHARD_MAP_MAX
+                          : trusted || !seen || (uintptr_t)h % page + seen <= page)
         return true;
-    *asked = true;
-    return qm_hpfile_resident(&s->entries, pos, QM_ENTRY_FIXED + 3);
+    size_t n = seen > SHARD_MAP_MAX ? qm_hpfile_span(&s->entries, pos, seen) : 0;
+    *asked = QM_MAX(n, (size_t)QM_ENTRY_FIXED + 3);
+    return qm_hpfile_resident(&s->entries, pos, *asked);
 }
 
 /* Decodes the entry at pos from the log's read mapping (hpfile.h): 1 when done, 0 when the
@@ -175,10 +178,12 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     if (!h)
         return 0;
     /* One decision per client read: trusted, or every question asked and the answers (all
-     * yes, or the first no) noted once. */
-    bool trusted = who != RD_UPDATER && qm_trust_skip(&s->res), asked;
+     * yes, or the first no) noted once. The updater's answers are not noted. */
+    bool trusted = who != RD_UPDATER && qm_trust_skip(&s->res);
+    bool note = who != RD_UPDATER;
+    size_t asked;
     if (!shard_may_touch(s, pos, h, who, trusted, &asked)) {
-        if (asked)
+        if (asked && note)
             qm_trust_note(&s->res, false);
         return 0;
     }
@@ -187,13 +192,15 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     if (!p)
         return 0;
     qm_shard_saw_len(s, len);
-    if (len > SHARD_MAP_MAX && !trusted) {
+    if (len > SHARD_MAP_MAX)
+        qm_io_prefetch(p, len); /* the decode's look at the tail and the copy find it loading */
+    if (len > SHARD_MAP_MAX && !trusted && len > asked) {
         bool in = qm_hpfile_resident(f, pos, len);
-        if (who != RD_UPDATER)
+        if (note)
             qm_trust_note(&s->res, in);
         if (!in)
             return 0;
-    } else if (asked) {
+    } else if (asked && note) {
         qm_trust_note(&s->res, true);
     }
     if (who != RD_VIEW) {

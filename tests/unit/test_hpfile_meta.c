@@ -438,7 +438,8 @@ test_meta(void)
 }
 
 /* qm_trust: never skips before QM_TRUST_RUN yes answers in a row; then skips all but one
- * call in QM_TRUST_EVERY; one no starts the count again. */
+ * call in QM_TRUST_EVERY, and after QM_TRUST_LONG_RUN all but one in QM_TRUST_LONG_EVERY;
+ * one no starts the count again. */
 static void
 test_trust(void)
 {
@@ -458,7 +459,21 @@ test_trust(void)
     for (unsigned i = 0; i < calls; i++)
         skipped += qm_trust_skip(&t);
     CHECK_EQ_U64(skipped, calls - calls / QM_TRUST_EVERY);
-    for (unsigned i = 0; i < QM_TRUST_EVERY; i++) /* the asked call of the next round */
+    /* Asked calls answered yes until QM_TRUST_LONG_RUN in a row: then one call in
+     * QM_TRUST_LONG_EVERY is asked. */
+    for (unsigned yes = QM_TRUST_RUN; yes < QM_TRUST_LONG_RUN; yes++) {
+        unsigned i = 0;
+        while (qm_trust_skip(&t) && ++i < QM_TRUST_EVERY)
+            ;
+        REQUIRE(i < QM_TRUST_EVERY); /* asked within one round */
+        qm_trust_note(&t, true);
+    }
+    skipped = 0;
+    calls = 20 * QM_TRUST_LONG_EVERY;
+    for (unsigned i = 0; i < calls; i++)
+        skipped += qm_trust_skip(&t);
+    CHECK_EQ_U64(skipped, calls - calls / QM_TRUST_LONG_EVERY);
+    for (unsigned i = 0; i < QM_TRUST_LONG_EVERY; i++) /* the asked call of the next round */
         if (!qm_trust_skip(&t))
             break;
     qm_trust_note(&t, false);
