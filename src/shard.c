@@ -162,6 +162,41 @@ shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who, bool trusted, size_t
     return qm_hpfile_resident(&s->entries, pos, *asked);
 }
 
+/* A client read of a shard of long entries (seen_len over SHARD_MAP_MAX) that does not trust
+ * the shard's pages asks whether the entry is resident by reading its first seen_len bytes
+ * from the page cache alone (qm_hpfile_read_resident) into b: one system call answers and
+ * brings the entry. Asking mincore and then reading through the mapping costs the question
+ * plus page faults (one per 64 KiB, fault-around) wherever the entry is not yet in the
+ * process's page tables, as every entry is on its first read: about 40 µs against 9 µs for a
+ * first read of a 64 KiB value on this machine (docs/BENCH.md, "64 KiB values"). The answer
+ * feeds the shard's trust counter. Only until the counter holds trust: then most reads skip
+ * the question and use the mapping, whose pages the reads so far have mapped, and the
+ * sampled question is mincore again, which costs less than a read into b (no copy, no
+ * allocation). 1: decoded from b; 0: not
+ * resident, or longer than what was read (the caller reads with pread). *asked is false when
+ * the question cannot be asked this way (the caller asks mincore). */
+static int
+shard_read_nowait(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, bool *asked)
+{
+    qm_hpfile *f = &s->entries;
+    size_t n = QM_MAX((size_t)qm_shard_seen_len(s), (size_t)QM_ENTRY_FIXED + 3), got;
+    QM_RET(ebuf_reserve(b, n));
+    *asked = qm_hpfile_read_resident(f, pos, b->p, n, &got);
+    if (!*asked)
+        return 0;
+    n = qm_hpfile_span(f, pos, n);
+    u32 len = got >= QM_ENTRY_FIXED + 3 ? qm_entry_len_from_header(b->p) : 0;
+    /* All that was asked for is resident, or all of the entry is. */
+    qm_trust_note(&s->res, got == n || (len && len <= got));
+    if (!len || len > got)
+        return 0;
+    qm_shard_saw_len(s, len);
+    if (qm_entry_decode(b->p, len, e) != 0)
+        return QM_CORRUPT(s->err, "shard %u entry log: malformed entry at offset %" PRIu64, s->id,
+                          pos);
+    return 1;
+}
+
 /* Decodes the entry at pos from the log's read mapping (hpfile.h): 1 when done, 0 when the
  * mapping cannot serve it (unmapped, buffered, across a segment end, or not resident where
  * that matters: shard_may_touch, and long entries: every page of one is asked about, by the
@@ -169,7 +204,8 @@ shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who, bool trusted, size_t
  * reads feed that counter once per read, so a shard trusts its pages after QM_TRUST_RUN reads
  * in a row found them resident, and then asks in one read of QM_TRUST_EVERY (io.h). who:
  * RD_VIEW decodes in place (e points into the mapping, valid under the database's reader
- * lock); else the entry is copied into b. */
+ * lock); else the entry is copied into b. A client read that shard_read_nowait serves
+ * decodes from b whatever who is. */
 static int
 shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
 {
@@ -182,6 +218,12 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     bool trusted = who != RD_UPDATER && qm_trust_skip(&s->res);
     bool note = who != RD_UPDATER;
     size_t asked;
+    if (note && !qm_trust_held(&s->res) && qm_shard_seen_len(s) > SHARD_MAP_MAX) {
+        bool nowait;
+        int m = shard_read_nowait(s, pos, b, e, &nowait);
+        if (nowait || m < 0)
+            return m;
+    }
     if (!shard_may_touch(s, pos, h, who, trusted, &asked)) {
         if (asked && note)
             qm_trust_note(&s->res, false);
