@@ -170,11 +170,10 @@ shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who, bool trusted, size_t
  * process's page tables, as every entry is on its first read: about 40 µs against 9 µs for a
  * first read of a 64 KiB value on this machine (docs/BENCH.md, "64 KiB values"). The answer
  * feeds the shard's trust counter. Only until the counter holds trust: then most reads skip
- * the question and use the mapping, whose pages the reads so far have mapped, and the
- * sampled question is mincore again, which costs less than a read into b (no copy, no
- * allocation). 1: decoded from b; 0: not
- * resident, or longer than what was read (the caller reads with pread). *asked is false when
- * the question cannot be asked this way (the caller asks mincore). */
+ * the question and use the mapping, and the sampled question is mincore again, which costs
+ * less than a read into b (no copy, no allocation). 1: decoded from b; 0: not resident, or
+ * longer than what was read (the caller reads with pread). *asked is false when the question
+ * cannot be asked this way (the caller asks mincore). */
 static int
 shard_read_nowait(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, bool *asked)
 {
