@@ -201,7 +201,8 @@ shard_read_nowait(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, bool *asked)
  * that matters: shard_may_touch, and long entries: every page of one is asked about, by the
  * updater always, by a client unless the shard's counter s->res trusts its pages). Client
  * reads feed that counter once per read, so a shard trusts its pages after QM_TRUST_RUN reads
- * in a row found them resident, and then asks in one read of QM_TRUST_EVERY (io.h). who:
+ * in a row found them resident, and then asks in one read of QM_TRUST_EVERY (later of
+ * QM_TRUST_LONG_EVERY; io.h). who:
  * RD_VIEW decodes in place (e points into the mapping, valid under the database's reader
  * lock); else the entry is copied into b. A client read that shard_read_nowait serves
  * decodes from b whatever who is. */
