@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #define HIX_MIN_MERGE 32768u
@@ -206,15 +205,16 @@ qm_hix_cached(qm_hindex *x, const u8 kh[32])
         (void)pc_admit(x, r, p, e);
         return true;
     }
-    struct iovec iov = {e->buf, QM_HIX_PAGE};
     e->p = e->buf;
-    ssize_t n = preadv2(r->fd, &iov, 1, (off_t)((p + 1) * QM_HIX_PAGE), RWF_NOWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+    size_t n;
+    int rc = qm_io_pread_nowait(r->fd, e->buf, QM_HIX_PAGE, (p + 1) * QM_HIX_PAGE, &n);
+    if (rc == 0 && n == 0)
         return false;
     /* Anything else (an error, a damaged page) is left to the lookup, which reads the page
      * again and reports it. A test I/O layer sees this read as it sees batched ones (io.h). */
-    if (n == QM_HIX_PAGE &&
-        (!x->io->read_done || x->io->read_done(r->fd, (p + 1) * QM_HIX_PAGE, QM_HIX_PAGE, n) == n))
+    if (rc == 0 && n == QM_HIX_PAGE &&
+        (!x->io->read_done ||
+         x->io->read_done(r->fd, (p + 1) * QM_HIX_PAGE, QM_HIX_PAGE, (ssize_t)n) == (ssize_t)n))
         (void)pc_admit(x, r, p, e);
     return true;
 }

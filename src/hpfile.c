@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 /* The read mappings of a file's segments (hpfile.h, "Read mapping"). A grown table replaces
@@ -199,31 +198,14 @@ qm_hpfile_resident(const qm_hpfile *f, u64 pos, size_t len)
     return len && qm_io_resident(qm_hpfile_view(f, pos, len), len);
 }
 
-/* Cleared for the process when the kernel or the file system refuses RWF_NOWAIT. */
-static int hp_nowait_ok = 1;
-
 bool
 qm_hpfile_read_resident(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got)
 {
     *got = 0;
     len = qm_hpfile_span(f, pos, len);
-    if (!len || pos < f->head || !__atomic_load_n(&hp_nowait_ok, __ATOMIC_RELAXED) ||
-        qm_io_get() != qm_io_posix())
-        return false;
     int fd = -1;
-    if (seg_fd(f, pos / f->seg_size, false, &fd) != 0)
-        return false;
-    struct iovec iov = {out, len};
-    ssize_t n = preadv2(fd, &iov, 1, (off_t)(pos % f->seg_size), RWF_NOWAIT);
-    if (n >= 0) {
-        *got = (size_t)n;
-        return true;
-    }
-    if (errno == EAGAIN)
-        return true;
-    if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)
-        __atomic_store_n(&hp_nowait_ok, 0, __ATOMIC_RELAXED);
-    return false;
+    return len && qm_io_get() == qm_io_posix() && seg_fd(f, pos / f->seg_size, false, &fd) == 0 &&
+           qm_io_pread_nowait(fd, out, len, pos % f->seg_size, got) == 0;
 }
 
 size_t

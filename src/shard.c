@@ -178,12 +178,11 @@ static int
 shard_read_nowait(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, bool *asked)
 {
     qm_hpfile *f = &s->entries;
-    size_t n = QM_MAX((size_t)qm_shard_seen_len(s), (size_t)QM_ENTRY_FIXED + 3), got;
+    size_t n = qm_hpfile_span(f, pos, QM_MAX(qm_shard_seen_len(s), (u32)QM_ENTRY_FIXED + 3)), got;
     QM_RET(ebuf_reserve(b, n));
     *asked = qm_hpfile_read_resident(f, pos, b->p, n, &got);
     if (!*asked)
         return 0;
-    n = qm_hpfile_span(f, pos, n);
     u32 len = got >= QM_ENTRY_FIXED + 3 ? qm_entry_len_from_header(b->p) : 0;
     /* All that was asked for is resident, or all of the entry is. */
     qm_trust_note(&s->res, got == n || (len && len <= got));
