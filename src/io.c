@@ -123,11 +123,21 @@ qm_page_size(void)
     return p;
 }
 
+/* Residency questions asked (qm_io_resident calls that reached mincore), for tests. */
+static u64 io_resident_asks;
+
+u64
+qm_io_resident_asks(void)
+{
+    return __atomic_load_n(&io_resident_asks, __ATOMIC_RELAXED);
+}
+
 bool
 qm_io_resident(const void *addr, size_t len)
 {
     if (!addr || !len)
         return false;
+    __atomic_add_fetch(&io_resident_asks, 1, __ATOMIC_RELAXED);
     uintptr_t pg = qm_page_size();
     uintptr_t lo = (uintptr_t)addr / pg * pg, end = (uintptr_t)addr + len;
     size_t pages = (end - lo + pg - 1) / pg;

@@ -53,6 +53,9 @@ QM_HIDDEN uintptr_t qm_page_size(void);
 /* Whether every page of [addr, addr + len), a range of a file mapping, is in the page cache
  * (mincore); false on any error. */
 QM_HIDDEN bool qm_io_resident(const void *addr, size_t len);
+/* How many residency questions (qm_io_resident with a range) the process has asked; tests
+ * use it to see that a trusted path stopped asking. */
+QM_HIDDEN u64 qm_io_resident_asks(void);
 /* Reads up to len bytes at off of fd only as far as they are in the page cache (preadv2 with
  * RWF_NOWAIT: never waits for the device; POSIX files only, not through a test I/O layer).
  * 0 with *got the bytes read (0 when the first page is not resident), or -errno. Where the

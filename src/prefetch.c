@@ -69,9 +69,22 @@ pf_queue(qm_reqs *q, qm_shard *s, bool direct, const u64 *pos, size_t n)
             continue;
         /* Mapped and in the page cache, while nothing in this batch was found missing: the
          * reader takes the entry from the mapping (no system call, no kernel copy, no sort).
-         * A batch that meets a missing page reads the rest from the device as before. */
+         * A batch that meets a missing page reads the rest from the device as before. The
+         * question is a system call (mincore) per position: a shard whose answers keep being
+         * yes is trusted (s->res, shared with its client reads), and then asked about one
+         * position in QM_TRUST_EVERY (later QM_TRUST_LONG_EVERY). Only where the question
+         * covers whole entries (seen_len within PF_READ_MAX): of a longer one it asks about
+         * the first pages alone, which says less than the client reads' answers. */
         if (!q->no_probe && f->map) {
-            if (qm_hpfile_resident(f, pos[i], (size_t)QM_MIN(want, f->flushed - pos[i])))
+            size_t len = (size_t)QM_MIN(want, f->flushed - pos[i]);
+            const u8 *v = qm_hpfile_view(f, pos[i], len);
+            bool whole = v && seen <= PF_READ_MAX;
+            if (whole && qm_trust_skip(&s->res))
+                continue;
+            bool in = v && qm_io_resident(v, len);
+            if (whole)
+                qm_trust_note(&s->res, in);
+            if (in)
                 continue;
             q->no_probe = true;
         }

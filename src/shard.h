@@ -85,8 +85,9 @@ typedef struct qm_shard {
     pthread_mutex_t warm_mu; /* guards warm: concurrent readers fill it */
     u32 seen_len; /* length of the latest entry over 512 bytes read from this shard, 0 before
                      one: sizes the next reads (prefetch.c, shard.c; relaxed atomic) */
-    qm_trust res; /* client reads' residency checks that found their pages in the page
-                     cache, in a row (io.h; shard.c's shard_read_mapped) */
+    qm_trust res; /* residency checks of the log's mapped pages that found them in the
+                     page cache, in a row: client reads (shard.c's shard_read_mapped) and
+                     batched reads of short entries (prefetch.c's pf_queue); io.h */
     u8 *twigrec;  /* 128 KiB scratch for twig records */
     FILE *trace;  /* optional append trace (debugging aid) */
     struct qm_undo *undo; /* when set, the update stage records pre-images here (undo.h) */

@@ -15,9 +15,10 @@
  * 6,000 bytes with the log's pages dropped before each read: no read may fault more than once
  * (an entry across two pages is read by one pread, not by a fault per page).
  * CTest runs it as is, with QMDB_NO_MMAP=1 throughout, and with the hybrid indexer.
- * Uses qmdb.h only (plus POSIX).
+ * Uses qmdb.h (plus POSIX), and io.h's count of residency questions.
  */
 #include "../test.h"
+#include "io.h"
 #include "qmdb.h"
 
 #include <dirent.h>
@@ -383,6 +384,47 @@ test_cold_reads(const char *path, uint32_t vlen)
                 drop_log_pages(path);
         }
     CHECK(bad == 0);
+    /* Batched reads: rounds of resident entries, enough for every shard to trust its pages,
+     * then one batch of dropped pages, whose values must be right. A trusted batch skips the
+     * residency question (a system call) for most positions of entries within a batched
+     * read's length (prefetch.c, pf_queue): the last trusted batch asks about fewer than a
+     * quarter of its entries (counted by io.h's qm_io_resident_asks); a batch of longer
+     * entries asks about every one. An empty block before each batch empties the warm
+     * caches, where the batch before left its entries (a batch asks nothing about those). */
+    static qmdb_read rd[COLD];
+    static char keys[COLD][16];
+    static uint8_t out[COLD][VMAX];
+    bad = 0;
+    faults = 0;
+    uint64_t asks = 0;
+    bool mapped = !(nomap && strcmp(nomap, "0") != 0);
+    for (unsigned round = 0; round <= 24; round++) {
+        qmdb_batch_reset(b);
+        CHECK_OK(qmdb_commit(db, 3 + round, b, NULL));
+        if (round == 24)
+            drop_log_pages(path);
+        for (unsigned i = 0; i < COLD; i++) {
+            snprintf(keys[i], sizeof(keys[i]), "cold-%04u", i);
+            rd[i] = (qmdb_read){.key = keys[i], .klen = strlen(keys[i]), .buf = out[i],
+                                .cap = VMAX};
+        }
+        long f0 = major_faults();
+        uint64_t a0 = qm_io_resident_asks();
+        CHECK_OK(qmdb_get_many(db, rd, COLD));
+        faults = major_faults() - f0;
+        if (round == 23)
+            asks = qm_io_resident_asks() - a0;
+        for (unsigned i = 0; i < COLD; i++) {
+            memset(v, (int)(2 * 37 + i), vlen);
+            bad += rd[i].rc != 0 || rd[i].vlen != vlen || memcmp(out[i], v, vlen) != 0;
+        }
+    }
+    CHECK(bad == 0);
+    printf("test_readpath: batched reads of %u-byte values: %" PRIu64 " residency questions "
+           "for %u entries in the last trusted batch; %ld major faults after the drop\n",
+           vlen, asks, COLD, faults);
+    if (mapped)
+        CHECK(vlen + 128 > 4096 ? asks >= COLD : asks < COLD / 4);
     CHECK_OK(qmdb_close(db));
     qmdb_batch_free(b);
 }
