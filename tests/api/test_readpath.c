@@ -405,8 +405,8 @@ test_cold_reads(const char *path, uint32_t vlen)
             drop_log_pages(path);
         for (unsigned i = 0; i < COLD; i++) {
             snprintf(keys[i], sizeof(keys[i]), "cold-%04u", i);
-            rd[i] = (qmdb_read){.key = keys[i], .klen = strlen(keys[i]), .buf = out[i],
-                                .cap = VMAX};
+            rd[i] =
+                (qmdb_read){.key = keys[i], .klen = strlen(keys[i]), .buf = out[i], .cap = VMAX};
         }
         long f0 = major_faults();
         uint64_t a0 = qm_io_resident_asks();
