@@ -539,7 +539,7 @@ test_crc(void)
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         buf[i] = (uint8_t)x;
     }
-    static const size_t lens[] = {0,    1,    7,    8,    9,    4079, 4080, 4081, 4087, 4088,
+    static const size_t lens[] = {0,    1,    7,    8,    9,    4079, 4080,  4081,  4087, 4088,
                                   4092, 4096, 8159, 8160, 8161, 8192, 12240, 16380, 20000};
     unsigned bad = 0;
     for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++)
@@ -547,8 +547,8 @@ test_crc(void)
             size_t len = lens[li];
             uint32_t want = crc_ref(0, buf + off, len);
             bad += qm_crc32c(0, buf + off, len) != want;
-            bad += qm_crc32c(crc_ref(0, buf + off, len / 3), buf + off + len / 3,
-                             len - len / 3) != want;
+            bad += qm_crc32c(crc_ref(0, buf + off, len / 3), buf + off + len / 3, len - len / 3) !=
+                   want;
             bad += qm_crc32c(0x12345678u, buf + off, len) != crc_ref(0x12345678u, buf + off, len);
         }
     for (size_t len = 4000; len < 4200; len++)
