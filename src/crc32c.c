@@ -20,12 +20,12 @@ static u32 crc_table[256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 static int crc_have_sse42;
 
+#if defined(__x86_64__)
 /* Bytes of each of the three streams (a multiple of 8). */
 #define CRC_BLK 1360u
 /* crc_shift_tab[k][b]: the register after CRC_BLK zero bytes, from the register b << 8k. */
 static u32 crc_shift_tab[4][256];
 
-#if defined(__x86_64__)
 __attribute__((target("sse4.2"))) static void
 crc_shift_init(void)
 {
