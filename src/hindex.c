@@ -195,12 +195,8 @@ qm_hix_cached(qm_hindex *x, const u8 kh[32])
          * pages are trusted: x->res, io.h). A wrong "yes" costs the lookup a fault that reads
          * the page, never a wrong answer. A damaged page is left to the lookup. */
         const u8 *pg = r->map + (p + 1) * QM_HIX_PAGE;
-        if (!qm_trust_skip(&x->res)) {
-            bool in = qm_io_resident(pg, QM_HIX_PAGE);
-            qm_trust_note(&x->res, in);
-            if (!in)
-                return false;
-        }
+        if (!qm_trust_resident(&x->res, pg, QM_HIX_PAGE))
+            return false;
         e->p = pg;
         (void)pc_admit(x, r, p, e);
         return true;

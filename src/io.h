@@ -53,8 +53,8 @@ QM_HIDDEN uintptr_t qm_page_size(void);
 /* Whether every page of [addr, addr + len), a range of a file mapping, is in the page cache
  * (mincore); false on any error. */
 QM_HIDDEN bool qm_io_resident(const void *addr, size_t len);
-/* How many residency questions (qm_io_resident with a range) the process has asked; tests
- * use it to see that a trusted path stopped asking. */
+/* How many residency questions (qm_io_resident with a range) the calling thread has asked;
+ * tests use it to see that a trusted path stopped asking. */
 QM_HIDDEN u64 qm_io_resident_asks(void);
 /* Reads up to len bytes at off of fd only as far as they are in the page cache (preadv2 with
  * RWF_NOWAIT: never waits for the device; POSIX files only, not through a test I/O layer).
@@ -122,6 +122,18 @@ qm_trust_note(qm_trust *t, bool resident)
         __atomic_store_n(&t->run, 0, __ATOMIC_RELAXED);
     else if (run < QM_TRUST_LONG_RUN)
         __atomic_store_n(&t->run, run + 1, __ATOMIC_RELAXED);
+}
+
+/* Whether [addr, addr + len) of a file mapping may be taken as resident: true without a
+ * question where the counter skips it, else asks (qm_io_resident) and notes the answer. */
+static inline bool
+qm_trust_resident(qm_trust *t, const void *addr, size_t len)
+{
+    if (qm_trust_skip(t))
+        return true;
+    bool in = qm_io_resident(addr, len);
+    qm_trust_note(t, in);
+    return in;
 }
 
 /* Helpers over the vtable. */

@@ -78,13 +78,8 @@ pf_queue(qm_reqs *q, qm_shard *s, bool direct, const u64 *pos, size_t n)
         if (!q->no_probe && f->map) {
             size_t len = (size_t)QM_MIN(want, f->flushed - pos[i]);
             const u8 *v = qm_hpfile_view(f, pos[i], len);
-            bool whole = v && seen <= PF_READ_MAX;
-            if (whole && qm_trust_skip(&s->res))
-                continue;
-            bool in = v && qm_io_resident(v, len);
-            if (whole)
-                qm_trust_note(&s->res, in);
-            if (in)
+            if (v &&
+                (seen <= PF_READ_MAX ? qm_trust_resident(&s->res, v, len) : qm_io_resident(v, len)))
                 continue;
             q->no_probe = true;
         }
