@@ -6,6 +6,7 @@
  */
 #include "hpfile.h"
 
+#include "hugefolio.h"
 #include "io.h"
 
 #include <errno.h>
@@ -238,6 +239,32 @@ seg_close(qm_hpfile *f, u64 seg)
     pthread_mutex_unlock(&f->mu);
 }
 
+/* Tells the process-wide huge-folio budget (hugefolio.h) that f now holds live bytes. */
+static void
+hp_huge_account(qm_hpfile *f, u64 live)
+{
+    if (!f->huge)
+        return;
+    qm_huge_account((int64_t)(live - f->huge_acct));
+    f->huge_acct = live;
+}
+
+/* Before bytes up to segment offset end of segment seg (fd) are written: readies each 2 MiB
+ * region from f->huge_end on as one huge folio while the budget allows (hugefolio.h). A
+ * region the writer enters unreadied stays with small folios. */
+static void
+hp_ready_huge(qm_hpfile *f, u64 seg, int fd, u64 end)
+{
+    u64 base = seg * f->seg_size;
+    f->huge_end = QM_MAX(f->huge_end, base);
+    while (f->huge_end < base + end) {
+        u64 off = f->huge_end - base;
+        f->huge_end += QM_HUGE_REGION;
+        if (qm_huge_wanted())
+            qm_huge_ready(fd, off);
+    }
+}
+
 /* Writes [pos, pos+len) directly to segment files. */
 static int
 hp_write_files(qm_hpfile *f, const u8 *data, size_t len, u64 pos)
@@ -247,6 +274,10 @@ hp_write_files(qm_hpfile *f, const u8 *data, size_t len, u64 pos)
         size_t chunk = (size_t)QM_MIN((u64)len, f->seg_size - off);
         int fd = -1;
         QM_RET(seg_fd(f, seg, true, &fd));
+        if (f->huge && pos + chunk > f->huge_end) {
+            hp_huge_account(f, pos + chunk - f->head);
+            hp_ready_huge(f, seg, fd, off + chunk);
+        }
         int rc = qm_io_pwrite_full(fd, data, chunk, off);
         if (rc)
             return qm_err_set(f->err, rc, "write to %s segment %" PRIu64 " at %" PRIu64 ": %s",
@@ -274,6 +305,8 @@ qm_hpfile_open(qm_hpfile *f, const qm_hpfile_cfg *cfg, qm_err *err)
     f->size = f->flushed = f->synced = size;
     f->rdonly = rdonly;
     f->map = cfg->map && !rdonly && qm_io_map_allowed();
+    f->huge = f->map && seg_size % QM_HUGE_REGION == 0;
+    f->huge_end = (size + QM_HUGE_REGION - 1) / QM_HUGE_REGION * QM_HUGE_REGION;
     f->buf_cap = buf_cap;
     size_t plen = strlen(dir) + strlen(prefix) + 2;
     f->path_prefix = malloc(plen);
@@ -285,6 +318,7 @@ qm_hpfile_open(qm_hpfile *f, const qm_hpfile_cfg *cfg, qm_err *err)
         return -ENOMEM;
     }
     snprintf(f->path_prefix, plen, "%s/%s", dir, prefix);
+    hp_huge_account(f, size - head);
     if (create)
         return 0;
 
@@ -332,6 +366,7 @@ out:
 int
 qm_hpfile_close(qm_hpfile *f)
 {
+    hp_huge_account(f, 0);
     for (u64 i = 0; i < QM_MAX(f->nfds, f->ndfds); i++)
         seg_close(f, i);
     for (qm_hpmaps *m = f->maps, *prev; m; m = prev) {
@@ -497,6 +532,7 @@ qm_hpfile_prune_head(qm_hpfile *f, u64 new_head)
     QM_ASSERT(new_head <= f->size);
     u64 old_first = f->head / f->seg_size, new_first = new_head / f->seg_size;
     f->head = new_head;
+    hp_huge_account(f, f->size - new_head);
     for (u64 s = old_first; s < new_first; s++) {
         char path[4096];
         unmap_seg(f, s);
@@ -613,6 +649,8 @@ qm_hpfile_cut(qm_hpfile *f, u64 size)
         return 0;
     u64 seg = size / f->seg_size, last = (f->size - 1) / f->seg_size;
     f->size = f->flushed = f->synced = size;
+    f->huge_end = (size + QM_HUGE_REGION - 1) / QM_HUGE_REGION * QM_HUGE_REGION;
+    hp_huge_account(f, size - f->head);
     /* Segments from seg on are written again: they are neither complete nor closed. */
     if (__atomic_load_n(&f->closable, __ATOMIC_ACQUIRE) > seg)
         __atomic_store_n(&f->closable, seg, __ATOMIC_RELEASE);

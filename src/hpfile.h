@@ -29,6 +29,13 @@
  * and QMDB_NO_MMAP=1 in the environment leave files unmapped; every read then goes through pread.
  * At most 16,384 segments are mapped per process (each is a memory area, and vm.max_map_count is
  * shared with malloc); beyond, segments stay unmapped.
+ *
+ * Huge folios (mapped files, segments a multiple of 2 MiB): before the first byte of a new
+ * 2 MiB region of a segment is written, the region may be readied as one huge page-cache
+ * folio (hugefolio.h), so that a read mapping covers it with one page-table entry. Readying
+ * extends the segment file over the region (a hole), so a segment file may be longer than
+ * its data by less than 2 MiB; the committed size is the metadata's, and the open cuts the
+ * file back to it as it does an uncommitted tail.
  */
 #ifndef QM_HPFILE_H
 #define QM_HPFILE_H
@@ -57,6 +64,9 @@ typedef struct qm_hpfile {
     struct qm_hpmaps *maps; /* read mappings per segment (NULL: unmapped; see above) */
     bool map;               /* segments are mapped as they are opened or written */
     size_t buf_cap;
+    bool huge;     /* new 2 MiB regions may get one huge folio each (see above) */
+    u64 huge_end;  /* logical offset (2 MiB aligned) from which no byte is written yet */
+    u64 huge_acct; /* live bytes this file has counted in the process-wide budget */
     qm_err *err;
 } qm_hpfile;
 

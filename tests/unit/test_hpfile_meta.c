@@ -5,12 +5,14 @@
  * reported as corruption), the residency trust counter (qm_trust, io.h), the read mapping
  * (qm_hpfile_view: the same bytes as pread, nothing past the written prefix, below the head or
  * after a cut; refused for read-only handles and under QMDB_NO_MMAP=1), page-cache residency
- * (qm_hpfile_resident), the one-pass scan of the snapshot export (in place or through pread) and
- * the metadata slots (round trip, CRC, slot choice, torn slot).
+ * (qm_hpfile_resident), huge folios for new 2 MiB regions (hugefolio.h), the one-pass scan of the
+ * snapshot export (in place or through pread) and the metadata slots (round trip, CRC, slot choice,
+ * torn slot).
  */
 #include "../test.h"
 #include "codec.h"
 #include "hpfile.h"
+#include "hugefolio.h"
 #include "io.h"
 #include "meta.h"
 
@@ -556,6 +558,153 @@ test_crc(void)
     CHECK(bad == 0);
 }
 
+/* The kB of a FIELD ("FilePmdMapped:") in /proc/self/smaps for the mapping that starts at
+ * base; -1 if not found. */
+static long
+smaps_field_kib(const void *base, const char *field)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512], want[32];
+    snprintf(want, sizeof(want), "%lx-", (unsigned long)(uintptr_t)base);
+    long v = -1;
+    int in = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (strchr(line, '-') && strncmp(line, want, strlen(want)) == 0)
+            in = 1;
+        else if (in && strncmp(line, field, strlen(field)) == 0) {
+            v = strtol(line + strlen(field), NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return v;
+}
+
+static uint64_t
+seg_file_size(const char *name, uint64_t *alloc)
+{
+    char p[512];
+    struct stat st;
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    if (stat(p, &st) != 0)
+        return UINT64_MAX;
+    if (alloc)
+        *alloc = (uint64_t)st.st_blocks * 512;
+    return (uint64_t)st.st_size;
+}
+
+/* Whether this kernel and file system give a file a huge folio at all, found the other way
+ * (one write of a whole aligned 2 MiB region, then a mapping of it): then readying must work. */
+static int
+kernel_makes_huge_folios(void)
+{
+    char p[512];
+    snprintf(p, sizeof(p), "%s/probe", dir);
+    int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return 0;
+    size_t n = 2u << 20;
+    unsigned char *b = calloc(1, n);
+    int yes = 0;
+    if (b && pwrite(fd, b, n, 0) == (ssize_t)n) {
+        unsigned char *m = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
+        if (m != MAP_FAILED) {
+            (void)*(volatile unsigned char *)m;
+            yes = smaps_field_kib(m, "FilePmdMapped:") >= 2048;
+            munmap(m, n);
+        }
+    }
+    free(b);
+    close(fd);
+    unlink(p);
+    return yes;
+}
+
+/* Huge folios (hugefolio.h): a mapped file with 4 MiB segments readies each new 2 MiB region;
+ * the bytes read back are the bytes written, through the mapping and pread, across regions,
+ * segments, a cut and a reopen; a readied segment file is longer than its data by less than
+ * 2 MiB, with a hole there (no blocks), and the open cuts it back to the committed size.
+ * Where the kernel made huge folios, the mapping covers a whole region with one huge page. */
+static void
+test_hpfile_huge(void)
+{
+    qm_err err = {{0}};
+    qm_hpfile f;
+    const uint64_t seg = 4u << 20, total = 9u << 20;
+    unsigned char *data = malloc(total);
+    REQUIRE(data != NULL);
+    for (size_t i = 0; i < total; i++)
+        data[i] = (unsigned char)(i * 29 + (i >> 13));
+    CHECK_OK(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "g", seg, 0, 0, 1 << 20, true, false, true},
+                            &err));
+    CHECK(qm_hpfile_mapped(&f));
+    uint64_t pos, at = 0;
+    for (size_t n = 3001; at < 5000000; at += n, n = n * 7 % 9000 + 100) {
+        CHECK_OK(qm_hpfile_append(&f, data + at, n, &pos));
+        CHECK_EQ_U64(pos, at);
+        if (at % 7 == 0)
+            CHECK_OK(qm_hpfile_sync(&f)); /* commits end mid-region, as blocks do */
+    }
+    CHECK_OK(qm_hpfile_sync(&f));
+    unsigned mapped = 0;
+    CHECK(views_match(&f, 0, at, 400, &mapped));
+    CHECK(mapped > 4000);
+    const unsigned char *v = qm_hpfile_view(&f, 4000000, 100);
+    CHECK(v != NULL && memcmp(v, data + 4000000, 100) == 0);
+    /* Segment 1 holds [4 MiB, at): readied up to its region's end when huge folios are on. */
+    uint64_t in1 = at - seg, alloc = 0, sz1 = seg_file_size("g.0000000001", &alloc);
+    CHECK(sz1 >= in1 && sz1 < in1 + (2u << 20));
+    if (qm_huge_working()) {
+        CHECK_EQ_U64(sz1 % (2u << 20), 0);
+        CHECK(alloc < in1 + (1u << 20)); /* the rest is a hole: nothing written there */
+        /* Segment 0's mapping: touch each region; the kernel maps them as huge pages. */
+        const unsigned char *m0 = qm_hpfile_view(&f, 0, 1);
+        CHECK(m0 && qm_hpfile_view(&f, 2u << 20, 1));
+        long pmd = smaps_field_kib(m0, "FilePmdMapped:");
+        CHECK(pmd >= 2048);
+        printf("test_hpfile_huge: huge folios on; segment 0 maps %ld KiB with huge pages\n", pmd);
+    } else {
+        const char *off = getenv("QMDB_NO_HUGE_FOLIOS");
+        CHECK((off && off[0] && strcmp(off, "0") != 0) || !kernel_makes_huge_folios());
+        printf("test_hpfile_huge: no huge folios here (kernel, file system or "
+               "QMDB_NO_HUGE_FOLIOS); small folios\n");
+    }
+    /* A cut (rollback) into the middle of a readied region, new bytes after it. */
+    CHECK_OK(qm_hpfile_cut(&f, 4500000));
+    CHECK(seg_file_size("g.0000000001", NULL) == 4500000 - seg);
+    CHECK_OK(qm_hpfile_append(&f, data + 6000000, 3000000, &pos));
+    CHECK_EQ_U64(pos, 4500000);
+    CHECK_OK(qm_hpfile_sync(&f));
+    const uint64_t end = 7500000;
+    unsigned char *want = malloc(end);
+    REQUIRE(want != NULL);
+    memcpy(want, data, 4500000);
+    memcpy(want + 4500000, data + 6000000, 3000000);
+    mapped = 0;
+    CHECK(views_match(&f, 0, end, 400, &mapped));
+    static unsigned char back[4096];
+    for (uint64_t p = 0; p + sizeof(back) <= end; p += 250007) {
+        CHECK_OK(qm_hpfile_read(&f, p, back, sizeof(back)));
+        CHECK(memcmp(back, want + p, sizeof(back)) == 0);
+    }
+    qm_hpfile_close(&f);
+    /* Reopen at the committed size: the readied tail is cut back; the bytes are unchanged. */
+    CHECK(seg_file_size("g.0000000001", NULL) >= end - seg);
+    CHECK_OK(qm_hpfile_open(
+        &f, &(qm_hpfile_cfg){dir, "g", seg, 0, end, 1 << 20, false, false, true}, &err));
+    CHECK_EQ_U64(seg_file_size("g.0000000001", NULL), end - seg);
+    CHECK(one_pass_matches(&f, 0, end, want));
+    CHECK_OK(qm_hpfile_append(&f, data, 100000, &pos)); /* and it grows again */
+    CHECK_OK(qm_hpfile_sync(&f));
+    CHECK_OK(qm_hpfile_read(&f, end + 50000, back, 64));
+    CHECK(memcmp(back, data + 50000, 64) == 0);
+    qm_hpfile_close(&f);
+    free(want);
+    free(data);
+}
+
 int
 main(void)
 {
@@ -563,6 +712,7 @@ main(void)
     REQUIRE(mkdtemp(dir) != NULL);
     test_hpfile();
     test_hpfile_map();
+    test_hpfile_huge();
     test_meta();
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

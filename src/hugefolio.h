@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hugefolio.h -- 2 MiB page-cache folios for the mapped append-only logs.
+ *
+ * Point reads take entries from a read mapping of the entry log (hpfile.h). Written through
+ * pwrite in pieces, a log lands in the page cache as small folios, each mapped by its own
+ * page-table entry on first touch; a random read over a multi-GiB log then pays a mapping
+ * fault (and a TLB miss) on most pages, which on a virtual machine with shadowed page tables
+ * costs several microseconds. A 2 MiB region that is filled into one huge folio is mapped by
+ * one entry instead.
+ *
+ * The kernel gives a file region a huge folio only when it fills the region at once (a read
+ * fault with huge pages asked for, or one write of the whole aligned region). So before the
+ * writer's first byte enters a new 2 MiB region of a segment, qm_huge_ready extends the
+ * segment file over the region (a hole: no block is allocated and nothing is written to the
+ * device) and faults it in through a short-lived mapping asking for huge pages: the kernel
+ * fills the region with one zeroed huge folio, with no I/O, and the writes that follow land in
+ * it. The segment file may thus be longer than the data, with a hole at its end; the metadata
+ * holds the committed size and the open cuts every segment back to it (hpfile.h).
+ *
+ * When: only while the process's open logs (the bytes [head, size) of every file that asks,
+ * qm_huge_account) fit in half the memory the process may use (the smallest `memory.max` of
+ * its cgroup v2 path, or the machine's RAM). Beyond that the log no longer fits in the page
+ * cache and 2 MiB is too coarse a unit to cache: a folio kept for one hot entry would hold 511
+ * cold pages. The first region readied in a process also checks that the kernel made a huge
+ * folio (the `FileHugePages` line of /proc/meminfo grew); a kernel or file system without
+ * large folios turns the readying off for the process. `QMDB_NO_HUGE_FOLIOS=1` turns it off.
+ *
+ * Thread: any (each log's writer calls it); the process-wide state is atomic.
+ */
+#ifndef QM_HUGEFOLIO_H
+#define QM_HUGEFOLIO_H
+
+#include "qm_internal.h"
+
+#define QM_HUGE_REGION (2u << 20)
+
+/* Whether new regions should be readied now: allowed, working, and within the budget. */
+QM_HIDDEN bool qm_huge_wanted(void);
+/* Readies the region [off, off + QM_HUGE_REGION) of the file fd, which holds no byte of it
+ * yet (off aligned to QM_HUGE_REGION): extends the file over it and faults it in as one huge
+ * folio. Best effort: on any failure the region is left to small folios (the file may still
+ * have been extended). */
+QM_HIDDEN void qm_huge_ready(int fd, u64 off);
+/* Whether this process has seen the kernel make a huge folio for a readied region (tests,
+ * qmdb_stat): false while unknown, when turned off, or when the kernel did not. */
+QM_HIDDEN bool qm_huge_working(void);
+/* Adds delta (may be negative) to the process-wide bytes of open logs that ready regions. */
+QM_HIDDEN void qm_huge_account(int64_t delta);
+
+#endif
