@@ -239,6 +239,9 @@ seg_close(qm_hpfile *f, u64 seg)
     pthread_mutex_unlock(&f->mu);
 }
 
+/* Regions are readied while the records appended average at most this many bytes. */
+#define QM_HP_HUGE_AVG 4096u
+
 /* Tells the process-wide huge-folio budget (hugefolio.h) that f now holds live bytes. */
 static void
 hp_huge_account(qm_hpfile *f, u64 live)
@@ -260,7 +263,11 @@ hp_ready_huge(qm_hpfile *f, u64 seg, int fd, u64 end)
     while (f->huge_end < base + end) {
         u64 off = f->huge_end - base;
         f->huge_end += QM_HUGE_REGION;
-        if (qm_huge_wanted())
+        /* Worth it for logs of short records, read a few at a time through the mapping: a
+         * region holds thousands. Records longer than a page on average (64 KiB values,
+         * twig records) are few per region and read whole, while readying costs a 2 MiB
+         * zero fill per region (docs/BENCH.md: 20-40% of their write rate here). */
+        if (f->app_bytes <= (u64)QM_HP_HUGE_AVG * f->app_n && qm_huge_wanted())
             qm_huge_ready(fd, off);
     }
 }
@@ -399,6 +406,8 @@ int
 qm_hpfile_append(qm_hpfile *f, const void *data, size_t len, u64 *pos)
 {
     QM_ASSERT(!f->rdonly);
+    f->app_n++;
+    f->app_bytes += len;
     *pos = f->size;
     size_t used = (size_t)(f->size - f->flushed);
     if (used + len > f->buf_cap) {

@@ -32,7 +32,9 @@
  *
  * Huge folios (mapped files, segments a multiple of 2 MiB): before the first byte of a new
  * 2 MiB region of a segment is written, the region may be readied as one huge page-cache
- * folio (hugefolio.h), so that a read mapping covers it with one page-table entry. Readying
+ * folio (hugefolio.h), so that a read mapping covers it with one page-table entry; only while
+ * the records appended through this handle average at most 4 KiB (an entry log of short
+ * entries, not the twig file's 128 KiB records nor a log of 64 KiB values). Readying
  * extends the segment file over the region (a hole), so a segment file may be longer than
  * its data by less than 2 MiB; the committed size is the metadata's, and the open cuts the
  * file back to it as it does an uncommitted tail.
@@ -64,9 +66,10 @@ typedef struct qm_hpfile {
     struct qm_hpmaps *maps; /* read mappings per segment (NULL: unmapped; see above) */
     bool map;               /* segments are mapped as they are opened or written */
     size_t buf_cap;
-    bool huge;     /* new 2 MiB regions may get one huge folio each (see above) */
-    u64 huge_end;  /* logical offset (2 MiB aligned) from which no byte is written yet */
-    u64 huge_acct; /* live bytes this file has counted in the process-wide budget */
+    bool huge;            /* new 2 MiB regions may get one huge folio each (see above) */
+    u64 huge_end;         /* logical offset (2 MiB aligned) from which no byte is written yet */
+    u64 huge_acct;        /* live bytes this file has counted in the process-wide budget */
+    u64 app_n, app_bytes; /* records appended by this handle, and their bytes */
     qm_err *err;
 } qm_hpfile;
 

@@ -15,9 +15,10 @@
 enum { HUGE_UNKNOWN = 0, HUGE_PROBING = 1, HUGE_ON = 2, HUGE_OFF = 3 };
 
 static pthread_once_t huge_once = PTHREAD_ONCE_INIT;
-static u64 huge_budget; /* bytes of open logs up to which regions are readied */
-static int huge_state;  /* HUGE_* (atomic) */
-static u64 huge_live;   /* bytes of the open logs that ask (atomic; see qm_huge_account) */
+static u64 huge_budget;                 /* bytes of open logs up to which regions are readied */
+static u64 huge_min = QM_HUGE_MIN_LIVE; /* and from which */
+static int huge_state;                  /* HUGE_* (atomic) */
+static u64 huge_live; /* bytes of the open logs that ask (atomic; see qm_huge_account) */
 
 /* The smallest memory.max on the process's cgroup v2 path, or UINT64_MAX. */
 static u64
@@ -60,6 +61,9 @@ huge_init(void)
         __atomic_store_n(&huge_state, HUGE_OFF, __ATOMIC_RELEASE);
         return;
     }
+    const char *min = getenv("QMDB_HUGE_MIN_LIVE"); /* tests: small logs readied too */
+    if (min && min[0])
+        huge_min = strtoull(min, NULL, 10);
     long pages = sysconf(_SC_PHYS_PAGES), pg = sysconf(_SC_PAGESIZE);
     u64 mem = pages > 0 && pg > 0 ? (u64)pages * (u64)pg : 0;
     huge_budget = QM_MIN(mem, cgroup_memory_max()) / 2;
@@ -86,8 +90,8 @@ qm_huge_wanted(void)
 {
     pthread_once(&huge_once, huge_init);
     int st = __atomic_load_n(&huge_state, __ATOMIC_ACQUIRE);
-    return (st == HUGE_UNKNOWN || st == HUGE_ON) &&
-           __atomic_load_n(&huge_live, __ATOMIC_RELAXED) <= huge_budget;
+    u64 live = __atomic_load_n(&huge_live, __ATOMIC_RELAXED);
+    return (st == HUGE_UNKNOWN || st == HUGE_ON) && live >= huge_min && live <= huge_budget;
 }
 
 bool

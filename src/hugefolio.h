@@ -19,12 +19,17 @@
  * holds the committed size and the open cuts every segment back to it (hpfile.h).
  *
  * When: only while the process's open logs (the bytes [head, size) of every file that asks,
- * qm_huge_account) fit in half the memory the process may use (the smallest `memory.max` of
- * its cgroup v2 path, or the machine's RAM). Beyond that the log no longer fits in the page
- * cache and 2 MiB is too coarse a unit to cache: a folio kept for one hot entry would hold 511
- * cold pages. The first region readied in a process also checks that the kernel made a huge
- * folio (the `FileHugePages` line of /proc/meminfo grew); a kernel or file system without
- * large folios turns the readying off for the process. `QMDB_NO_HUGE_FOLIOS=1` turns it off.
+ * qm_huge_account) are at least 512 MiB and fit in half the memory the process may use (the
+ * smallest `memory.max` of its cgroup v2 path, or the machine's RAM). Beyond that the log no
+ * longer fits in the page cache and 2 MiB is too coarse a unit to cache: a folio kept for one
+ * hot entry would hold 511 cold pages. Below 512 MiB the pages of the mapping, once touched,
+ * mostly stay set up, and the 2 MiB zero fill of each readied region (up to 3 ms on memory
+ * fresh from a hypervisor) costs more than it saves (docs/BENCH.md). The file decides the
+ * rest (hpfile.h: records of at most 4 KiB on average). The first region readied in a process
+ * also checks that the kernel made a huge folio (the `FileHugePages` line of /proc/meminfo
+ * grew); a kernel or file system without large folios turns the readying off for the
+ * process. `QMDB_NO_HUGE_FOLIOS=1` turns it off; QMDB_HUGE_MIN_LIVE=N (bytes) lowers the
+ * 512 MiB (tests).
  *
  * Thread: any (each log's writer calls it); the process-wide state is atomic.
  */
@@ -34,6 +39,8 @@
 #include "qm_internal.h"
 
 #define QM_HUGE_REGION (2u << 20)
+/* Open logs smaller than this are not readied (see "When" above). */
+#define QM_HUGE_MIN_LIVE (512ull << 20)
 
 /* Whether new regions should be readied now: allowed, working, and within the budget. */
 QM_HIDDEN bool qm_huge_wanted(void);

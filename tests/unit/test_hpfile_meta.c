@@ -625,7 +625,8 @@ kernel_makes_huge_folios(void)
 /* Huge folios (hugefolio.h): a mapped file with 4 MiB segments readies each new 2 MiB region;
  * the bytes read back are the bytes written, through the mapping and pread, across regions,
  * segments, a cut and a reopen; a readied segment file is longer than its data by less than
- * 2 MiB, with a hole there (no blocks), and the open cuts it back to the committed size.
+ * 2 MiB, with a hole there (no blocks), and the open cuts it back to the committed size; a
+ * log of long records is not readied.
  * Where the kernel made huge folios, the mapping covers a whole region with one huge page. */
 static void
 test_hpfile_huge(void)
@@ -641,7 +642,7 @@ test_hpfile_huge(void)
                             &err));
     CHECK(qm_hpfile_mapped(&f));
     uint64_t pos, at = 0;
-    for (size_t n = 3001; at < 5000000; at += n, n = n * 7 % 9000 + 100) {
+    for (size_t n = 3001; at < 5000000; at += n, n = n * 7 % 3000 + 100) {
         CHECK_OK(qm_hpfile_append(&f, data + at, n, &pos));
         CHECK_EQ_U64(pos, at);
         if (at % 7 == 0)
@@ -701,6 +702,16 @@ test_hpfile_huge(void)
     CHECK_OK(qm_hpfile_read(&f, end + 50000, back, 64));
     CHECK(memcmp(back, data + 50000, 64) == 0);
     qm_hpfile_close(&f);
+    /* A log of long records (64 KiB values; twig records) is not readied: its segment file
+     * ends where its data ends. */
+    CHECK_OK(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "L", seg, 0, 0, 1 << 20, true, false, true},
+                            &err));
+    for (int i = 0; i < 40; i++)
+        CHECK_OK(qm_hpfile_append(&f, data + (size_t)i * 1000, 65536, &pos));
+    CHECK_OK(qm_hpfile_sync(&f));
+    CHECK_EQ_U64(seg_file_size("L.0000000000", NULL), 40 * 65536);
+    CHECK(views_match(&f, 0, 40 * 65536, 400, &mapped));
+    qm_hpfile_close(&f);
     free(want);
     free(data);
 }
@@ -710,6 +721,8 @@ main(void)
 {
     test_trust();
     REQUIRE(mkdtemp(dir) != NULL);
+    /* Huge folios are readied for small logs too here (by default from 2 GiB of logs). */
+    REQUIRE(setenv("QMDB_HUGE_MIN_LIVE", "0", 1) == 0);
     test_hpfile();
     test_hpfile_map();
     test_hpfile_huge();
