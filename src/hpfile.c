@@ -252,38 +252,36 @@ hp_huge_account(qm_hpfile *f, u64 live)
     f->huge_acct = live;
 }
 
-/* Before bytes up to segment offset end of segment seg (fd) are written: readies each 2 MiB
- * region from f->huge_end on as one huge folio while the budget allows (hugefolio.h). A
- * region the writer enters unreadied stays with small folios. */
+/* Before [off, end) of segment seg (fd) is written, where off is the flushed end (no byte
+ * lies past it): readies each 2 MiB region that starts in [off, end), none of whose bytes is
+ * written yet, as one huge folio while that is wanted (hugefolio.h). A region the writer
+ * enters unreadied keeps small folios. Worth it for logs of short records, read a few at a
+ * time through the mapping: a region holds thousands. Records longer than a page on average
+ * (64 KiB values, twig records) are few per region and read whole, while readying costs a
+ * 2 MiB zero fill per region (docs/BENCH.md: about a fifth of the updates and a third to a
+ * half of the inserts of 64 KiB values here). */
 static void
-hp_ready_huge(qm_hpfile *f, u64 seg, int fd, u64 end)
+hp_ready_huge(qm_hpfile *f, int fd, u64 off, u64 end)
 {
-    u64 base = seg * f->seg_size;
-    f->huge_end = QM_MAX(f->huge_end, base);
-    while (f->huge_end < base + end) {
-        u64 off = f->huge_end - base;
-        f->huge_end += QM_HUGE_REGION;
-        /* Worth it for logs of short records, read a few at a time through the mapping: a
-         * region holds thousands. Records longer than a page on average (64 KiB values,
-         * twig records) are few per region and read whole, while readying costs a 2 MiB
-         * zero fill per region (docs/BENCH.md: 20-40% of their write rate here). */
+    for (u64 r = (off + QM_HUGE_REGION - 1) / QM_HUGE_REGION * QM_HUGE_REGION; r < end;
+         r += QM_HUGE_REGION)
         if (f->app_bytes <= (u64)QM_HP_HUGE_AVG * f->app_n && qm_huge_wanted())
-            qm_huge_ready(fd, off);
-    }
+            qm_huge_ready(fd, r);
 }
 
 /* Writes [pos, pos+len) directly to segment files. */
 static int
 hp_write_files(qm_hpfile *f, const u8 *data, size_t len, u64 pos)
 {
+    QM_ASSERT(pos == f->flushed); /* appends only: nothing lies past pos (hp_ready_huge) */
     while (len > 0) {
         u64 seg = pos / f->seg_size, off = pos % f->seg_size;
         size_t chunk = (size_t)QM_MIN((u64)len, f->seg_size - off);
         int fd = -1;
         QM_RET(seg_fd(f, seg, true, &fd));
-        if (f->huge && pos + chunk > f->huge_end) {
+        if (f->huge) {
             hp_huge_account(f, pos + chunk - f->head);
-            hp_ready_huge(f, seg, fd, off + chunk);
+            hp_ready_huge(f, fd, off, off + chunk);
         }
         int rc = qm_io_pwrite_full(fd, data, chunk, off);
         if (rc)
@@ -313,7 +311,6 @@ qm_hpfile_open(qm_hpfile *f, const qm_hpfile_cfg *cfg, qm_err *err)
     f->rdonly = rdonly;
     f->map = cfg->map && !rdonly && qm_io_map_allowed();
     f->huge = f->map && seg_size % QM_HUGE_REGION == 0;
-    f->huge_end = (size + QM_HUGE_REGION - 1) / QM_HUGE_REGION * QM_HUGE_REGION;
     f->buf_cap = buf_cap;
     size_t plen = strlen(dir) + strlen(prefix) + 2;
     f->path_prefix = malloc(plen);
@@ -658,7 +655,6 @@ qm_hpfile_cut(qm_hpfile *f, u64 size)
         return 0;
     u64 seg = size / f->seg_size, last = (f->size - 1) / f->seg_size;
     f->size = f->flushed = f->synced = size;
-    f->huge_end = (size + QM_HUGE_REGION - 1) / QM_HUGE_REGION * QM_HUGE_REGION;
     hp_huge_account(f, size - f->head);
     /* Segments from seg on are written again: they are neither complete nor closed. */
     if (__atomic_load_n(&f->closable, __ATOMIC_ACQUIRE) > seg)

@@ -67,7 +67,6 @@ typedef struct qm_hpfile {
     bool map;               /* segments are mapped as they are opened or written */
     size_t buf_cap;
     bool huge;            /* new 2 MiB regions may get one huge folio each (see above) */
-    u64 huge_end;         /* logical offset (2 MiB aligned) from which no byte is written yet */
     u64 huge_acct;        /* live bytes this file has counted in the process-wide budget */
     u64 app_n, app_bytes; /* records appended by this handle, and their bytes */
     qm_err *err;

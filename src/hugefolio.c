@@ -5,6 +5,8 @@
  */
 #include "hugefolio.h"
 
+#include "io.h"
+
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -116,7 +118,7 @@ qm_huge_ready(int fd, u64 off)
         return; /* off, or another thread is probing: this region stays small */
     long long before = probe ? file_huge_kib() : 0;
     bool made = false;
-    if (ftruncate(fd, (off_t)(off + QM_HUGE_REGION)) == 0) {
+    if (qm_io_get()->ftruncate(fd, off + QM_HUGE_REGION) == 0) {
         u8 *p = mmap(NULL, QM_HUGE_REGION, PROT_READ, MAP_SHARED, fd, (off_t)off);
         if (p != MAP_FAILED) {
             if (madvise(p, QM_HUGE_REGION, MADV_HUGEPAGE) == 0) {

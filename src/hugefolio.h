@@ -22,9 +22,9 @@
  * qm_huge_account) are at least 512 MiB and fit in half the memory the process may use (the
  * smallest `memory.max` of its cgroup v2 path, or the machine's RAM). Beyond that the log no
  * longer fits in the page cache and 2 MiB is too coarse a unit to cache: a folio kept for one
- * hot entry would hold 511 cold pages. Below 512 MiB the pages of the mapping, once touched,
- * mostly stay set up, and the 2 MiB zero fill of each readied region (up to 3 ms on memory
- * fresh from a hypervisor) costs more than it saves (docs/BENCH.md). The file decides the
+ * hot entry would hold 511 cold pages. Below 512 MiB the 2 MiB zero fill of each readied
+ * region (1.4-3.2 ms on memory fresh from a hypervisor) was measured to cost more than it
+ * saves (docs/BENCH.md). The file decides the
  * rest (hpfile.h: records of at most 4 KiB on average). The first region readied in a process
  * also checks that the kernel made a huge folio (the `FileHugePages` line of /proc/meminfo
  * grew); a kernel or file system without large folios turns the readying off for the
@@ -49,8 +49,8 @@ QM_HIDDEN bool qm_huge_wanted(void);
  * folio. Best effort: on any failure the region is left to small folios (the file may still
  * have been extended). */
 QM_HIDDEN void qm_huge_ready(int fd, u64 off);
-/* Whether this process has seen the kernel make a huge folio for a readied region (tests,
- * qmdb_stat): false while unknown, when turned off, or when the kernel did not. */
+/* Whether this process has seen the kernel make a huge folio for a readied region (tests):
+ * false while unknown, when turned off, or when the kernel did not. */
 QM_HIDDEN bool qm_huge_working(void);
 /* Adds delta (may be negative) to the process-wide bytes of open logs that ready regions. */
 QM_HIDDEN void qm_huge_account(int64_t delta);
