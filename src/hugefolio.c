@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -22,36 +23,88 @@ static u64 huge_min = QM_HUGE_MIN_LIVE; /* and from which */
 static int huge_state;                  /* HUGE_* (atomic) */
 static u64 huge_live; /* bytes of the open logs that ask (atomic; see qm_huge_account) */
 
-/* The smallest memory.max on the process's cgroup v2 path, or UINT64_MAX. */
-static u64
-cgroup_memory_max(void)
+/* Whether the comma-separated list holds tok. */
+static bool
+list_has(const char *list, const char *tok)
 {
-    char line[4096], path[4200];
+    size_t n = strlen(tok);
+    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, tok, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+/* The smallest value of file in the cgroup directory of path cg (the process's path from
+ * /proc/self/cgroup) and in each of its ancestors, below a hierarchy mounted at mnt whose
+ * mount root is root; UINT64_MAX where none is set ("max", or no file). */
+static u64
+limit_along(const char *mnt, const char *root, const char *cg, const char *file)
+{
+    char rel[4096], path[8400];
+    size_t rn = strlen(root);
+    if (strcmp(root, "/") != 0 && strncmp(cg, root, rn) == 0 && (cg[rn] == '/' || !cg[rn]))
+        cg += rn; /* a mount of a sub-tree (containers): paths are below its root */
+    snprintf(rel, sizeof(rel), "%s", cg);
     u64 lim = UINT64_MAX;
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    if (!f)
-        return lim;
-    char *cg = NULL;
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, "0::", 3) == 0) {
-            cg = line + 3;
-            cg[strcspn(cg, "\n")] = '\0';
-            break;
-        }
-    fclose(f);
-    while (cg && cg[0] == '/') {
-        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", cg);
+    for (;;) {
+        snprintf(path, sizeof(path), "%s%s/%s", mnt, strcmp(rel, "/") == 0 ? "" : rel, file);
         FILE *m = fopen(path, "re");
         unsigned long long v;
         if (m && fscanf(m, "%llu", &v) == 1 && v < lim)
             lim = v;
         if (m)
             fclose(m);
-        char *slash = strrchr(cg, '/');
-        if (!slash || slash == cg)
+        char *slash = strrchr(rel, '/');
+        if (!slash || (slash == rel && !rel[1]))
             break;
-        *slash = '\0';
+        slash[slash == rel ? 1 : 0] = '\0'; /* "/a" -> "/", "/a/b" -> "/a" */
     }
+    return lim;
+}
+
+u64
+qm_huge_mem_limit(const char *mountinfo, const char *cgroup)
+{
+    char line[4096], v1[4096] = "", v2[4096] = "";
+    bool has_v1 = false, has_v2 = false;
+    FILE *f = fopen(cgroup, "re");
+    if (!f)
+        return UINT64_MAX;
+    /* Lines "id:controllers:path": "0::path" for the v2 hierarchy, and for v1 the one whose
+     * controllers include memory. */
+    while (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c1 = *c2 = '\0';
+        if (strcmp(line, "0") == 0 && c2 == c1 + 1) {
+            snprintf(v2, sizeof(v2), "%s", c2 + 1);
+            has_v2 = true;
+        } else if (list_has(c1 + 1, "memory")) {
+            snprintf(v1, sizeof(v1), "%s", c2 + 1);
+            has_v1 = true;
+        }
+    }
+    fclose(f);
+    u64 lim = UINT64_MAX;
+    if (!(f = fopen(mountinfo, "re")))
+        return lim;
+    /* "id parent dev root mountpoint options [tags] - fstype source superoptions" */
+    while (fgets(line, sizeof(line), f)) {
+        char root[1024], mnt[1024], fstype[64], sopts[1024];
+        char *dash = strstr(line, " - ");
+        if (!dash || sscanf(line, "%*s %*s %*s %1023s %1023s", root, mnt) != 2 ||
+            sscanf(dash + 3, "%63s %*s %1023s", fstype, sopts) != 2)
+            continue;
+        u64 l = UINT64_MAX;
+        if (has_v2 && strcmp(fstype, "cgroup2") == 0)
+            l = limit_along(mnt, root, v2, "memory.max");
+        else if (has_v1 && strcmp(fstype, "cgroup") == 0 && list_has(sopts, "memory"))
+            l = limit_along(mnt, root, v1, "memory.limit_in_bytes");
+        lim = QM_MIN(lim, l);
+    }
+    fclose(f);
     return lim;
 }
 
@@ -68,7 +121,7 @@ huge_init(void)
         huge_min = strtoull(min, NULL, 10);
     long pages = sysconf(_SC_PHYS_PAGES), pg = sysconf(_SC_PAGESIZE);
     u64 mem = pages > 0 && pg > 0 ? (u64)pages * (u64)pg : 0;
-    huge_budget = QM_MIN(mem, cgroup_memory_max()) / 2;
+    huge_budget = QM_MIN(mem, qm_huge_mem_limit("/proc/self/mountinfo", "/proc/self/cgroup")) / 2;
 }
 
 /* The FileHugePages line of /proc/meminfo, in KiB (-1 if it cannot be read). */

@@ -20,16 +20,16 @@
  *
  * When: only while the process's open logs (the bytes [head, size) of every file that asks,
  * qm_huge_account) are at least 512 MiB and fit in half the memory the process may use (the
- * smallest `memory.max` of its cgroup v2 path, or the machine's RAM). Beyond that the log no
- * longer fits in the page cache and 2 MiB is too coarse a unit to cache: a folio kept for one
- * hot entry would hold 511 cold pages. Below 512 MiB the 2 MiB zero fill of each readied
- * region (1.4-3.2 ms on memory fresh from a hypervisor) was measured to cost more than it
- * saves (docs/BENCH.md). The file decides the
- * rest (hpfile.h: records of at most 4 KiB on average). The first region readied in a process
- * also checks that the kernel made a huge folio (the `FileHugePages` line of /proc/meminfo
- * grew); a kernel or file system without large folios turns the readying off for the
- * process. `QMDB_NO_HUGE_FOLIOS=1` turns it off; QMDB_HUGE_MIN_LIVE=N (bytes) lowers the
- * 512 MiB (tests).
+ * machine's RAM, or less where a cgroup caps it: qm_huge_mem_limit, read once per process).
+ * Beyond that the log no longer fits in the page cache and 2 MiB is too coarse a unit to
+ * cache: a folio kept for one hot entry would hold 511 cold pages. Below 512 MiB the 2 MiB
+ * zero fill of each readied region (1.4-3.2 ms on memory fresh from a hypervisor) was
+ * measured to cost more than it saves (docs/BENCH.md). The file decides the rest (hpfile.h:
+ * records of at most 4 KiB on average). The first region readied in a process also checks
+ * that the kernel made a huge folio (the `FileHugePages` line of /proc/meminfo grew); a
+ * kernel or file system without large folios turns the readying off for the process.
+ * `QMDB_NO_HUGE_FOLIOS=1` turns it off; QMDB_HUGE_MIN_LIVE=N (bytes) lowers the 512 MiB
+ * (tests).
  *
  * Thread: any (each log's writer calls it); the process-wide state is atomic.
  */
@@ -54,5 +54,11 @@ QM_HIDDEN void qm_huge_ready(int fd, u64 off);
 QM_HIDDEN bool qm_huge_working(void);
 /* Adds delta (may be negative) to the process-wide bytes of open logs that ready regions. */
 QM_HIDDEN void qm_huge_account(int64_t delta);
+/* The smallest memory limit set for the process's cgroups and their ancestors, or UINT64_MAX:
+ * `memory.max` along its cgroup v2 path and `memory.limit_in_bytes` along its path in a
+ * cgroup v1 hierarchy with the memory controller, each found through the mount table
+ * (mountinfo, in the format of /proc/self/mountinfo) and the process's cgroup list (cgroup,
+ * that of /proc/self/cgroup). Files that cannot be read count as no limit. */
+QM_HIDDEN u64 qm_huge_mem_limit(const char *mountinfo, const char *cgroup);
 
 #endif

@@ -717,6 +717,76 @@ test_hpfile_huge(void)
     free(data);
 }
 
+/* Writes text to dir/rel, making the directories on the way. */
+static void
+put(const char *rel, const char *text)
+{
+    char p[600];
+    snprintf(p, sizeof(p), "%s/%s", dir, rel);
+    for (char *s = p + strlen(dir) + 1; (s = strchr(s, '/')) != NULL; s++) {
+        *s = '\0';
+        mkdir(p, 0755);
+        *s = '/';
+    }
+    FILE *f = fopen(p, "w");
+    REQUIRE(f != NULL);
+    fputs(text, f);
+    REQUIRE(fclose(f) == 0);
+}
+
+/* The memory limit that sets the huge-folio budget (qm_huge_mem_limit), from a made-up mount
+ * table, cgroup list and cgroup files: cgroup v1's memory.limit_in_bytes and v2's memory.max
+ * along the process's path and its ancestors, the smaller of both, a v1 mount of a sub-tree,
+ * "max" and missing files as no limit, and hierarchies without the memory controller
+ * ignored. */
+static void
+test_mem_limit(void)
+{
+    char mi[600], cg[600], text[4096];
+    snprintf(mi, sizeof(mi), "%s/mountinfo", dir);
+    snprintf(cg, sizeof(cg), "%s/cgroup", dir);
+    /* v1 memory at dir/v1m (limits 300 MB at /a/b, none above), v1 cpu at dir/v1c (a
+     * memory.limit_in_bytes there must not count), v2 at dir/v2 ("max" at /x). */
+    put("v1m/memory.limit_in_bytes", "9223372036854771712\n");
+    put("v1m/a/memory.limit_in_bytes", "9223372036854771712\n");
+    put("v1m/a/b/memory.limit_in_bytes", "300000000\n");
+    put("v1c/a/b/memory.limit_in_bytes", "1000\n");
+    put("v2/x/memory.max", "max\n");
+    snprintf(text, sizeof(text),
+             "25 1 0:22 / /sys rw - sysfs sysfs rw\n"
+             "31 25 0:28 / %s/v1c rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+             "34 25 0:31 / %s/v1m rw,relatime - cgroup cgroup rw,memory\n"
+             "40 25 0:37 / %s/v2 rw,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate\n",
+             dir, dir, dir);
+    put("mountinfo", text);
+    put("cgroup", "9:name=systemd:/\n4:memory:/a/b\n2:cpu,cpuacct:/a/b\n0::/x\n");
+    CHECK_EQ_U64(qm_huge_mem_limit(mi, cg), 300000000);
+    /* The cap on an ancestor counts; the smaller of v1 and v2 wins. */
+    put("v1m/a/memory.limit_in_bytes", "200000000\n");
+    CHECK_EQ_U64(qm_huge_mem_limit(mi, cg), 200000000);
+    put("v2/memory.max", "150000000\n");
+    CHECK_EQ_U64(qm_huge_mem_limit(mi, cg), 150000000);
+    /* Only v2 (no memory line in the list): its own limit. */
+    put("cgroup", "0::/x\n");
+    CHECK_EQ_U64(qm_huge_mem_limit(mi, cg), 150000000);
+    put("v2/x/memory.max", "90000000\n");
+    CHECK_EQ_U64(qm_huge_mem_limit(mi, cg), 90000000);
+    /* A v1 mount whose root is /a (a container's view): the path /a/b is b below it. */
+    snprintf(text, sizeof(text), "34 25 0:31 /a %s/v1m/a rw - cgroup cgroup rw,memory\n", dir);
+    put("mountinfo", text);
+    put("cgroup", "4:memory:/a/b\n");
+    put("v1m/a/b/memory.limit_in_bytes", "120000000\n");
+    CHECK_EQ_U64(qm_huge_mem_limit(mi, cg), 120000000);
+    /* The process at the root with nothing set, and files that do not exist: no limit. */
+    put("cgroup", "4:memory:/\n0::/\n");
+    snprintf(text, sizeof(text), "34 25 0:31 / %s/v1m rw - cgroup cgroup rw,memory\n", dir);
+    put("mountinfo", text);
+    CHECK_EQ_U64(qm_huge_mem_limit(mi, cg), 9223372036854771712ull);
+    snprintf(text, sizeof(text), "%s/none", dir);
+    CHECK_EQ_U64(qm_huge_mem_limit(text, cg), UINT64_MAX);
+    CHECK_EQ_U64(qm_huge_mem_limit(mi, text), UINT64_MAX);
+}
+
 int
 main(void)
 {
@@ -727,6 +797,7 @@ main(void)
     test_hpfile();
     test_hpfile_map();
     test_hpfile_huge();
+    test_mem_limit();
     test_meta();
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
