@@ -11,6 +11,7 @@
 #include "codec.h"
 #include "hindex_int.h"
 #include "hixj.h"
+#include "hugefolio.h"
 #include "indexer.h"
 #include "io.h"
 
@@ -147,7 +148,7 @@ run_page(qm_hindex *x, const run *r, u64 p, const u8 **out, qm_err *err)
         return 0;
     pcache_ent *e = &tl_pc[tl_pc_next % PC_SLOTS];
     e->run_id = 0;
-    if (r->map) {
+    if (r->map && qm_logs_fit()) { /* else mostly not resident: pread (hugefolio.h) */
         e->p = r->map + (p + 1) * QM_HIX_PAGE;
     } else {
         int rc = qm_iox_pread_full(x->io, r->fd, e->buf, QM_HIX_PAGE, (p + 1) * QM_HIX_PAGE);
@@ -190,7 +191,7 @@ qm_hix_cached(qm_hindex *x, const u8 kh[32])
         return true;
     pcache_ent *e = &tl_pc[tl_pc_next % PC_SLOTS];
     e->run_id = 0;
-    if (r->map) {
+    if (r->map && qm_logs_fit()) {
         /* Resident: the page cache holds the page (asked with mincore unless the index's
          * pages are trusted: x->res, io.h). A wrong "yes" costs the lookup a fault that reads
          * the page, never a wrong answer. A damaged page is left to the lookup. */

@@ -242,11 +242,12 @@ seg_close(qm_hpfile *f, u64 seg)
 /* Regions are readied while the records appended average at most this many bytes. */
 #define QM_HP_HUGE_AVG 4096u
 
-/* Tells the process-wide huge-folio budget (hugefolio.h) that f now holds live bytes. */
+/* Tells the process-wide count of open logs (hugefolio.h: the huge-folio budget, and whether
+ * the logs fit in memory) that the mapped file f now holds live bytes. */
 static void
 hp_huge_account(qm_hpfile *f, u64 live)
 {
-    if (!f->huge)
+    if (!f->map)
         return;
     qm_huge_account((int64_t)(live - f->huge_acct));
     f->huge_acct = live;
@@ -279,10 +280,9 @@ hp_write_files(qm_hpfile *f, const u8 *data, size_t len, u64 pos)
         size_t chunk = (size_t)QM_MIN((u64)len, f->seg_size - off);
         int fd = -1;
         QM_RET(seg_fd(f, seg, true, &fd));
-        if (f->huge) {
-            hp_huge_account(f, pos + chunk - f->head);
+        hp_huge_account(f, pos + chunk - f->head);
+        if (f->huge)
             hp_ready_huge(f, fd, off, off + chunk);
-        }
         int rc = qm_io_pwrite_full(fd, data, chunk, off);
         if (rc)
             return qm_err_set(f->err, rc, "write to %s segment %" PRIu64 " at %" PRIu64 ": %s",

@@ -27,6 +27,8 @@
  * copies are freed only at close, so a reader never follows a freed pointer. A read-only handle
  * (whose files another process may cut), a non-POSIX I/O layer (fault injection sees every read)
  * and QMDB_NO_MMAP=1 in the environment leave files unmapped; every read then goes through pread.
+ * A mapped file counts its live bytes as open logs (hugefolio.h), whose total decides whether
+ * readers use the mapping at all (qm_logs_fit).
  * At most 16,384 segments are mapped per process (each is a memory area, and vm.max_map_count is
  * shared with malloc); beyond, segments stay unmapped.
  *
@@ -67,7 +69,7 @@ typedef struct qm_hpfile {
     bool map;               /* segments are mapped as they are opened or written */
     size_t buf_cap;
     bool huge;            /* new 2 MiB regions may get one huge folio each (see above) */
-    u64 huge_acct;        /* live bytes this file has counted in the process-wide budget */
+    u64 huge_acct;        /* live bytes this mapped file has counted as open logs (hugefolio.h) */
     u64 app_n, app_bytes; /* records appended by this handle, and their bytes */
     qm_err *err;
 } qm_hpfile;

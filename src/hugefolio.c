@@ -22,6 +22,7 @@ static u64 huge_budget;                 /* bytes of open logs up to which region
 static u64 huge_min = QM_HUGE_MIN_LIVE; /* and from which */
 static int huge_state;                  /* HUGE_* (atomic) */
 static u64 huge_live; /* bytes of the open logs that ask (atomic; see qm_huge_account) */
+static u64 proc_mem;  /* the memory the process may use: RAM, or a cgroup's limit below it */
 
 /* Whether the comma-separated list holds tok. */
 static bool
@@ -111,17 +112,19 @@ qm_huge_mem_limit(const char *mountinfo, const char *cgroup)
 static void
 huge_init(void)
 {
-    const char *env = getenv("QMDB_NO_HUGE_FOLIOS");
-    if (env && env[0] && strcmp(env, "0") != 0) {
-        __atomic_store_n(&huge_state, HUGE_OFF, __ATOMIC_RELEASE);
-        return;
-    }
+    long pages = sysconf(_SC_PHYS_PAGES), pg = sysconf(_SC_PAGESIZE);
+    u64 mem = pages > 0 && pg > 0 ? (u64)pages * (u64)pg : 0;
+    proc_mem = QM_MIN(mem, qm_huge_mem_limit("/proc/self/mountinfo", "/proc/self/cgroup"));
+    const char *lim = getenv("QMDB_MEM_LIMIT"); /* tests: a smaller memory */
+    if (lim && lim[0])
+        proc_mem = QM_MIN(proc_mem, strtoull(lim, NULL, 10));
+    huge_budget = proc_mem / 2;
     const char *min = getenv("QMDB_HUGE_MIN_LIVE"); /* tests: small logs readied too */
     if (min && min[0])
         huge_min = strtoull(min, NULL, 10);
-    long pages = sysconf(_SC_PHYS_PAGES), pg = sysconf(_SC_PAGESIZE);
-    u64 mem = pages > 0 && pg > 0 ? (u64)pages * (u64)pg : 0;
-    huge_budget = QM_MIN(mem, qm_huge_mem_limit("/proc/self/mountinfo", "/proc/self/cgroup")) / 2;
+    const char *env = getenv("QMDB_NO_HUGE_FOLIOS");
+    if (env && env[0] && strcmp(env, "0") != 0)
+        __atomic_store_n(&huge_state, HUGE_OFF, __ATOMIC_RELEASE);
 }
 
 /* The FileHugePages line of /proc/meminfo, in KiB (-1 if it cannot be read). */
@@ -147,6 +150,13 @@ qm_huge_wanted(void)
     int st = __atomic_load_n(&huge_state, __ATOMIC_ACQUIRE);
     u64 live = __atomic_load_n(&huge_live, __ATOMIC_RELAXED);
     return (st == HUGE_UNKNOWN || st == HUGE_ON) && live >= huge_min && live <= huge_budget;
+}
+
+bool
+qm_logs_fit(void)
+{
+    pthread_once(&huge_once, huge_init);
+    return __atomic_load_n(&huge_live, __ATOMIC_RELAXED) <= proc_mem;
 }
 
 bool

@@ -29,7 +29,7 @@
  * that the kernel made a huge folio (the `FileHugePages` line of /proc/meminfo grew); a
  * kernel or file system without large folios turns the readying off for the process.
  * `QMDB_NO_HUGE_FOLIOS=1` turns it off; QMDB_HUGE_MIN_LIVE=N (bytes) lowers the 512 MiB
- * (tests).
+ * and QMDB_MEM_LIMIT=N (bytes) the memory the process may use (tests).
  *
  * Thread: any (each log's writer calls it); the process-wide state is atomic.
  */
@@ -44,6 +44,12 @@
 
 /* Whether new regions should be readied now: allowed, working, and within the budget. */
 QM_HIDDEN bool qm_huge_wanted(void);
+/* Whether the process's open logs (as counted for the budget) fit in the memory it may use.
+ * When they do not, most of a log is not in the page cache, and a point read through the
+ * mapping costs a fault that maps the page into the process (several microseconds on a
+ * virtual machine) and later a reclaim that unmaps it, where pread copies it: then readers
+ * use pread (shard.c). */
+QM_HIDDEN bool qm_logs_fit(void);
 /* Readies the region [off, off + QM_HUGE_REGION) of the file fd, which holds no byte of it
  * yet (off aligned to QM_HUGE_REGION): extends the file over it and faults it in as one huge
  * folio. Best effort: on any failure the region is left to small folios (the file may still

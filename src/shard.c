@@ -19,6 +19,7 @@
 #include "codec.h"
 #include "entry.h"
 #include "hash.h"
+#include "hugefolio.h"
 #include "twigfile.h"
 #include "undo.h"
 
@@ -209,6 +210,8 @@ static int
 shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
 {
     qm_hpfile *f = &s->entries;
+    if (who != RD_UPDATER && !qm_logs_fit())
+        return 0; /* mostly not resident: pread (hugefolio.h) */
     const u8 *h = qm_hpfile_view(f, pos, QM_ENTRY_FIXED + 3);
     if (!h)
         return 0;

@@ -717,6 +717,24 @@ test_hpfile_huge(void)
     free(data);
 }
 
+/* Whether the open logs fit (qm_logs_fit) and readying is wanted (qm_huge_wanted), as the
+ * bytes of open logs cross half the memory (QMDB_MEM_LIMIT, 256 MiB here) and all of it. */
+static void
+test_logs_fit(void)
+{
+    CHECK(qm_logs_fit());
+    qm_huge_account(100ll << 20);
+    CHECK(qm_logs_fit());
+    CHECK(qm_huge_wanted() || getenv("QMDB_NO_HUGE_FOLIOS"));
+    qm_huge_account(100ll << 20);
+    CHECK(qm_logs_fit());
+    CHECK(!qm_huge_wanted()); /* 200 MiB: over the 128 MiB budget */
+    qm_huge_account(100ll << 20);
+    CHECK(!qm_logs_fit()); /* 300 MiB */
+    qm_huge_account(-(300ll << 20));
+    CHECK(qm_logs_fit());
+}
+
 /* Writes text to dir/rel, making the directories on the way. */
 static void
 put(const char *rel, const char *text)
@@ -794,6 +812,10 @@ main(void)
     REQUIRE(mkdtemp(dir) != NULL);
     /* Huge folios are readied for small logs too here (by default from 512 MiB of logs). */
     REQUIRE(setenv("QMDB_HUGE_MIN_LIVE", "0", 1) == 0);
+    /* And the process may use 256 MiB: budgets of 128 MiB (readying) and 256 MiB (mapped
+     * reads). */
+    REQUIRE(setenv("QMDB_MEM_LIMIT", "268435456", 1) == 0);
+    test_logs_fit();
     test_hpfile();
     test_hpfile_map();
     test_hpfile_huge();
