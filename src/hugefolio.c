@@ -113,12 +113,13 @@ static void
 huge_init(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), pg = sysconf(_SC_PAGESIZE);
-    u64 mem = pages > 0 && pg > 0 ? (u64)pages * (u64)pg : 0;
+    u64 mem = pages > 0 && pg > 0 ? (u64)pages * (u64)pg : UINT64_MAX; /* MAX: unknown */
     proc_mem = QM_MIN(mem, qm_huge_mem_limit("/proc/self/mountinfo", "/proc/self/cgroup"));
     const char *lim = getenv("QMDB_MEM_LIMIT"); /* tests: a smaller memory */
     if (lim && lim[0])
         proc_mem = QM_MIN(proc_mem, strtoull(lim, NULL, 10));
-    huge_budget = proc_mem / 2;
+    /* Memory unknown: the mapping is kept for reads, and no region is readied. */
+    huge_budget = proc_mem == UINT64_MAX ? 0 : proc_mem / 2;
     const char *min = getenv("QMDB_HUGE_MIN_LIVE"); /* tests: small logs readied too */
     if (min && min[0])
         huge_min = strtoull(min, NULL, 10);
