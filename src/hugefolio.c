@@ -21,18 +21,20 @@ static pthread_once_t huge_once = PTHREAD_ONCE_INIT;
 static u64 huge_budget;                 /* bytes of open logs up to which regions are readied */
 static u64 huge_min = QM_HUGE_MIN_LIVE; /* and from which */
 static int huge_state;                  /* HUGE_* (atomic) */
-static u64 huge_live; /* bytes of the open logs that ask (atomic; see qm_huge_account) */
-static u64 proc_mem;  /* the memory the process may use: RAM, or a cgroup's limit below it */
+static u64 huge_live;                   /* bytes of the open logs (atomic; see qm_huge_account) */
+static u64 proc_mem; /* the memory the process may use: RAM, or a cgroup's limit below it */
 
 /* Whether the comma-separated list holds tok. */
 static bool
 list_has(const char *list, const char *tok)
 {
     size_t n = strlen(tok);
-    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    for (const char *p = list;; p++) {
         if (strncmp(p, tok, n) == 0 && (p[n] == ',' || p[n] == '\0'))
             return true;
-    return false;
+        if (!(p = strchr(p, ',')))
+            return false;
+    }
 }
 
 /* The smallest value of file in the cgroup directory of path cg (the process's path from
@@ -66,8 +68,7 @@ limit_along(const char *mnt, const char *root, const char *cg, const char *file)
 u64
 qm_huge_mem_limit(const char *mountinfo, const char *cgroup)
 {
-    char line[4096], v1[4096] = "", v2[4096] = "";
-    bool has_v1 = false, has_v2 = false;
+    char line[4096], v1[4096] = "", v2[4096] = ""; /* the paths; "" where absent */
     FILE *f = fopen(cgroup, "re");
     if (!f)
         return UINT64_MAX;
@@ -79,13 +80,10 @@ qm_huge_mem_limit(const char *mountinfo, const char *cgroup)
         if (!c2)
             continue;
         *c1 = *c2 = '\0';
-        if (strcmp(line, "0") == 0 && c2 == c1 + 1) {
+        if (strcmp(line, "0") == 0 && c2 == c1 + 1)
             snprintf(v2, sizeof(v2), "%s", c2 + 1);
-            has_v2 = true;
-        } else if (list_has(c1 + 1, "memory")) {
+        else if (list_has(c1 + 1, "memory"))
             snprintf(v1, sizeof(v1), "%s", c2 + 1);
-            has_v1 = true;
-        }
     }
     fclose(f);
     u64 lim = UINT64_MAX;
@@ -99,9 +97,9 @@ qm_huge_mem_limit(const char *mountinfo, const char *cgroup)
             sscanf(dash + 3, "%63s %*s %1023s", fstype, sopts) != 2)
             continue;
         u64 l = UINT64_MAX;
-        if (has_v2 && strcmp(fstype, "cgroup2") == 0)
+        if (v2[0] && strcmp(fstype, "cgroup2") == 0)
             l = limit_along(mnt, root, v2, "memory.max");
-        else if (has_v1 && strcmp(fstype, "cgroup") == 0 && list_has(sopts, "memory"))
+        else if (v1[0] && strcmp(fstype, "cgroup") == 0 && list_has(sopts, "memory"))
             l = limit_along(mnt, root, v1, "memory.limit_in_bytes");
         lim = QM_MIN(lim, l);
     }

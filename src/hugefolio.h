@@ -18,8 +18,8 @@
  * it. The segment file may thus be longer than the data, with a hole at its end; the metadata
  * holds the committed size and the open cuts every segment back to it (hpfile.h).
  *
- * When: only while the process's open logs (the bytes [head, size) of every file that asks,
- * qm_huge_account) are at least 512 MiB and fit in half the memory the process may use (the
+ * When: only while the process's open logs (the bytes [head, size) of every mapped, writable
+ * log, qm_huge_account) are at least 512 MiB and fit in half the memory the process may use (the
  * machine's RAM, or less where a cgroup caps it: qm_huge_mem_limit, read once per process).
  * Beyond that the log no longer fits in the page cache and 2 MiB is too coarse a unit to
  * cache: a folio kept for one hot entry would hold 511 cold pages. Below 512 MiB the 2 MiB
@@ -58,7 +58,8 @@ QM_HIDDEN void qm_huge_ready(int fd, u64 off);
 /* Whether this process has seen the kernel make a huge folio for a readied region (tests):
  * false while unknown, when turned off, or when the kernel did not. */
 QM_HIDDEN bool qm_huge_working(void);
-/* Adds delta (may be negative) to the process-wide bytes of open logs that ready regions. */
+/* Adds delta (may be negative) to the process-wide bytes of open logs (every mapped, writable
+ * log: hpfile.c), which both qm_huge_wanted and qm_logs_fit weigh. */
 QM_HIDDEN void qm_huge_account(int64_t delta);
 /* The smallest memory limit set for the process's cgroups and their ancestors, or UINT64_MAX:
  * `memory.max` along its cgroup v2 path and `memory.limit_in_bytes` along its path in a
