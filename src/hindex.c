@@ -685,8 +685,8 @@ qm_hix_maintain(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg)
      * inline then, like the rest of the engine does under it. */
     bool inline_merge = !x->th_started;
     pthread_mutex_lock(&x->mu);
-    if (x->state == MERGE_DONE)
-        rc = install_locked(x);
+    if (x->state == MERGE_DONE && x->merge_rc)
+        rc = install_locked(x); /* reports the failure; a merge that succeeded: qm_hix_install */
     u64 thres = x->merge_changes ? x->merge_changes : QM_MAX((u64)HIX_MIN_MERGE, x->r.nrec / 12);
     if (!rc && x->state == MERGE_IDLE && !x->f &&
         (layer_changes(x->a) >= thres || (x->j.on && x->j.off >= HIX_JOURNAL_MAX)))
@@ -704,6 +704,15 @@ qm_hix_maintain(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg)
         pthread_mutex_unlock(&x->mu);
     }
     return rc;
+}
+
+void
+qm_hix_install(qm_hindex *x)
+{
+    pthread_mutex_lock(&x->mu);
+    if (x->state == MERGE_DONE && !x->merge_rc)
+        (void)install_locked(x);
+    pthread_mutex_unlock(&x->mu);
 }
 
 int

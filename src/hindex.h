@@ -74,11 +74,18 @@ QM_HIDDEN int qm_hix_bulk_finish(qm_hindex *x, const qm_hix_state *st, const u8 
 /* The state of the shard (after the last applied block) and its blob, malloc'd. */
 typedef int (*qm_hix_snap_fn)(void *arg, qm_hix_state *st, u8 **blob, size_t *blob_len);
 
-/* Before block `height` is applied (updater): installs a finished merge; starts one when the
- * overlay is large: then snap(arg) gives the state the frozen overlay reflects (written into
+/* Before block `height` is applied (updater): starts a merge when the overlay is large and
+ * none is pending: then snap(arg) gives the state the frozen overlay reflects (written into
  * the new run) and the journal of the next generation starts at `height`. snap NULL: runs
- * without state, no journal (tests). Returns a merge failure (I/O, disk full) once. */
+ * without state, no journal (tests). Returns a merge failure (I/O, disk full) once. Without a
+ * merger thread (a sequential test I/O layer) it merges and installs at once. */
 QM_HIDDEN int qm_hix_maintain(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg);
+
+/* After a block is applied (updater): installs a merge that finished. Not before the block:
+ * the block's lookups made before its update stage (the batched client reads, the prefetch)
+ * memoize their run answers keyed by the run (hixmemo.c), and a run installed between them and
+ * the update stage would make the update stage read every run page again. */
+QM_HIDDEN void qm_hix_install(qm_hindex *x);
 
 /* The journal (hixj.h): deactivations (the updater's), the end of a block (its record), the
  * journal itself (open), the run's generation. */

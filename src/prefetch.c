@@ -11,7 +11,8 @@
  * per state access, issued many at a time.
  *
  * Thread: qm_prefetch_block runs on the committing thread in the update stage (writer lock
- * held); qm_get_many on any reader thread (reader lock held by the caller).
+ * held); qm_get_many on any reader thread (reader lock held by the caller), a large one with a
+ * helper thread for its entry reads (gm_bg, joined before it returns).
  */
 #include "prefetch.h"
 
@@ -19,6 +20,7 @@
 #include "ix.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -288,6 +290,104 @@ gm_value(qmdb_read *r, const u8 *v, u32 vl)
         memcpy(r->buf, v, vl);
 }
 
+/*
+ * A large qmdb_get_many reads its entries while it goes on looking keys up: each time
+ * GM_IO_CHUNK entry reads are queued, a helper thread takes them (rio, which serialises its
+ * batches) and the caller looks up the next keys, in the hybrid indexer's case mostly run pages
+ * read from the page cache (CPU), while the device serves the previous chunk. The helper is
+ * joined before the next hand-over and before the keys are compared; the caller holds the
+ * reader lock throughout. A read that an earlier chunk of the call queued (two keys sharing
+ * an entry, or one key read twice) is not queued again (gm_bg_dedup). Chunks are smaller than
+ * a whole batch, so fewer neighbouring reads reach the block layer together to be merged
+ * (docs/BENCH.md, "Hybrid creates under a cap").
+ */
+#define GM_IO_CHUNK 2048u
+
+typedef struct gm_bg {
+    qm_reqs q; /* the chunk being read */
+    qm_rio *rio;
+    qm_shard *shards;
+    pthread_t th;
+    bool on;
+    int rc;
+    u64 *seen; /* the call's queued reads, (position << 4 | shard) + 1, open addressing */
+    size_t scap, sn;
+} gm_bg;
+
+/* Drops the reads queued since q->r[from] that this call queued before (another chunk may
+ * be reading them), and remembers the others. */
+static int
+gm_bg_dedup(gm_bg *b, qm_reqs *q, size_t from)
+{
+    if ((b->sn + (q->n - from)) * 2 > b->scap) { /* grow and rehash */
+        size_t cap = QM_MAX(b->scap * 2, (size_t)4096);
+        while ((b->sn + (q->n - from)) * 2 > cap)
+            cap *= 2;
+        u64 *t = calloc(cap, sizeof(u64));
+        if (!t)
+            return -ENOMEM;
+        for (size_t i = 0; i < b->scap; i++)
+            if (b->seen[i]) {
+                size_t j = (size_t)(b->seen[i] * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+                while (t[j])
+                    j = (j + 1) & (cap - 1);
+                t[j] = b->seen[i];
+            }
+        free(b->seen);
+        b->seen = t;
+        b->scap = cap;
+    }
+    size_t k = from;
+    for (size_t i = from; i < q->n; i++) {
+        u64 key = (q->r[i].tag << 4 | q->r[i].shard) + 1;
+        size_t j = (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & (b->scap - 1);
+        while (b->seen[j] && b->seen[j] != key)
+            j = (j + 1) & (b->scap - 1);
+        if (b->seen[j])
+            continue;
+        b->seen[j] = key;
+        b->sn++;
+        q->r[k++] = q->r[i];
+    }
+    q->n = k;
+    return 0;
+}
+
+static void *
+gm_bg_main(void *arg)
+{
+    gm_bg *b = arg;
+    b->rc = pf_run(&b->q, b->rio, b->shards);
+    return NULL;
+}
+
+/* Waits for the chunk in flight; its result. */
+static int
+gm_bg_join(gm_bg *b)
+{
+    if (!b->on)
+        return 0;
+    pthread_join(b->th, NULL);
+    b->on = false;
+    return b->rc;
+}
+
+/* Hands the queued reads in q to the helper (after the previous chunk); q is left empty. */
+static int
+gm_bg_start(gm_bg *b, qm_reqs *q)
+{
+    QM_RET(gm_bg_join(b));
+    qm_reqs t = b->q;
+    b->q = *q;
+    *q = t;
+    q->n = 0;
+    q->no_probe = b->q.no_probe; /* a missing page seen: no more residency questions */
+    if (pthread_create(&b->th, NULL, gm_bg_main, b) != 0)
+        return pf_run(&b->q, b->rio, b->shards); /* no thread: read it now */
+    b->on = true;
+    return 0;
+}
+
 /* Candidate positions of one read of a batch: cand[off, off + n), or one of: */
 typedef struct gm_slot {
     u32 off, n;
@@ -306,6 +406,7 @@ typedef struct gm_ctx {
     size_t ncand, ccap;
     qm_reqs *q;
     bool for_block;
+    gm_bg *bg; /* with a helper: queued reads are deduplicated across chunks */
 } gm_ctx;
 
 static int gm_lookup(gm_ctx *g, size_t i);
@@ -347,8 +448,12 @@ gm_lookup(gm_ctx *g, size_t i)
     }
     g->slot[i].off = (u32)g->ncand;
     g->slot[i].n = (u32)nkey;
-    if (g->rio)
+    if (g->rio) {
+        size_t from = g->q->n;
         QM_RET(pf_queue(g->q, s, qm_rio_direct(g->rio), g->cand + g->ncand, m));
+        if (g->bg)
+            QM_RET(gm_bg_dedup(g->bg, g->q, from));
+    }
     g->ncand += m;
     return 0;
 }
@@ -380,7 +485,9 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
     u8(*kh)[32] = malloc(n * 32 + 1);
     gm_slot *slot = malloc(n * sizeof(*slot) + 1);
     qm_reqs q = {0}, pq = {0};
-    gm_ctx g = {shards, rio, kh, slot, NULL, 0, 0, &q, for_block};
+    gm_bg bg = {.rio = rio, .shards = shards};
+    bool overlap = rio && n > GM_IO_CHUNK && qm_io_concurrent();
+    gm_ctx g = {shards, rio, kh, slot, NULL, 0, 0, &q, for_block, overlap ? &bg : NULL};
     size_t from = 0; /* deferred lookups before this key are done */
     int rc = 0;
     u8 stackbuf[512];
@@ -420,10 +527,13 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
         }
         if (pq.n >= PF_PAGE_CHUNK) /* a chunk at a time, as in the prefetch stage */
             QM_TRY(gm_deferred(&g, &pq, rd, &from, i + 1));
+        if (overlap && q.n >= GM_IO_CHUNK)
+            QM_TRY(gm_bg_start(&bg, &q));
     }
     QM_TRY(gm_deferred(&g, &pq, rd, &from, n));
     if (rio && q.n)
         QM_TRY(pf_run(&q, rio, shards));
+    QM_TRY(gm_bg_join(&bg));
     /* Pass 2: compare full keys (entries now come from the warm caches). */
     for (size_t i = 0; i < n; i++) {
         if (rd[i].rc || slot[i].n == GM_ANSWERED)
@@ -450,6 +560,9 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
             gm_value(&rd[i], e.value, e.vlen);
     }
 out:
+    (void)gm_bg_join(&bg); /* after a failure the helper may still be reading */
+    qm_reqs_free(&bg.q);
+    free(bg.seen);
     qm_ebuf_free(&b);
     free(kh);
     free(slot);

@@ -779,6 +779,8 @@ qm_shard_update(qm_shard *s, u64 height, const qm_op *ops, size_t n)
 void
 qm_shard_end_update(qm_shard *s)
 {
+    if (s->index.hyb) /* the next block's lookups then see the run its update stage uses */
+        qm_hix_install(s->index.hyb);
     qm_ix_memo_reset(&s->index);
 }
 

@@ -121,7 +121,8 @@ QM_HIDDEN int qm_shard_open_files(qm_shard *s, const char *dir, const qm_shard_m
  * loaded from that very run with no block committed since. */
 QM_HIDDEN int qm_shard_checkpoint(qm_shard *s, const char *dir, u64 height);
 /* Hybrid indexer (hrecover.c). maintain: before block `height` is applied (qm_hix_maintain
- * with the shard's snapshot). block_end: after block `height` was applied, its journal
+ * with the shard's snapshot; a finished merge is installed after a block, by
+ * qm_shard_end_update). block_end: after block `height` was applied, its journal
  * record (written, not fsynced: hixj.h). No-ops without the hybrid indexer. */
 QM_HIDDEN int qm_shard_hix_maintain(qm_shard *s, u64 height);
 /* Hybrid indexer, a rollback from `from` to h after its META is durable (hrecover.c): when
@@ -192,8 +193,9 @@ QM_HIDDEN int qm_shard_after_commit(qm_shard *s, u64 ft);
 /* The update stage of one block (writer lock held): qm_shard_begin_block (pre-images go to
  * undo) and qm_shard_hix_maintain, qm_shard_update (apply the ops, drop the warm
  * cache), qm_shard_sync_begin (write the buffers out, take the block's sync tickets of the
- * entry log, twig file and twig-meta file, in that order), then qm_shard_end_update. The
- * flush stage calls qm_shard_sync_finish with the same tickets. */
+ * entry log, twig file and twig-meta file, in that order), then qm_shard_end_update (installs
+ * a finished index merge, empties the hybrid indexer's memo). The flush stage calls
+ * qm_shard_sync_finish with the same tickets. */
 QM_HIDDEN void qm_shard_begin_block(qm_shard *s, struct qm_undo *undo);
 QM_HIDDEN int qm_shard_update(qm_shard *s, u64 height, const qm_op *ops, size_t n);
 QM_HIDDEN int qm_shard_sync_begin(qm_shard *s, qm_hp_ticket t[3]);

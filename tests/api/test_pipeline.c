@@ -350,6 +350,91 @@ edges_case(void)
     CHECK_OK(qmdb_close(db));
 }
 
+/* Large batches: a qmdb_get_many of more keys than one chunk of entry reads (prefetch.c reads
+ * a chunk on a helper thread while it looks up the next keys), with repeated and absent keys,
+ * every read batched (QMDB_NO_MMAP=1), through io_uring or the pread pool; every answer
+ * against a model, across blocks that update and delete what was read. */
+#define LB_KEYS 16000u
+#define LB_READS 9000u
+
+static void
+lb_value(unsigned i, unsigned ver, unsigned char *v, size_t *vl)
+{
+    *vl = 1 + (i * 7u + ver) % 60u;
+    for (size_t j = 0; j < *vl; j++)
+        v[j] = (unsigned char)(i * 31u + ver * 7u + j);
+}
+
+static void
+large_batch_case(const char *name, bool no_uring)
+{
+    qmdb_db *db = mkdb(name, 20000000, 0, no_uring, true);
+    static unsigned ver[LB_KEYS]; /* 0: absent, else the version of the value */
+    static char keys[LB_READS][16];
+    static unsigned char got[LB_READS][64];
+    static unsigned idx[LB_READS], wrote[LB_KEYS];
+    static qmdb_read rd[LB_READS];
+    memset(ver, 0, sizeof(ver));
+    memset(wrote, 0, sizeof(wrote));
+    qmdb_batch *b;
+    REQUIRE(qmdb_batch_new(&b) == 0);
+    unsigned char v[64], want[64];
+    size_t vl, wl;
+    uint64_t h = 0;
+    for (unsigned blk = 0; blk < 3; blk++) { /* keys [0, 12000): present */
+        qmdb_batch_reset(b);
+        for (unsigned i = blk * 4000; i < (blk + 1) * 4000; i++) {
+            char k[16];
+            size_t kl = (size_t)sprintf(k, "lb-%u", i);
+            ver[i] = 1;
+            lb_value(i, 1, v, &vl);
+            CHECK_OK(qmdb_batch_put(b, k, kl, v, vl));
+        }
+        CHECK_OK(qmdb_commit(db, ++h, b, NULL));
+    }
+    long wrong = 0;
+    for (unsigned round = 0; round < 4; round++) {
+        for (unsigned r = 0; r < LB_READS; r++) {
+            idx[r] = (unsigned)(next() % (r % 5 == 0 && r ? r : LB_KEYS)); /* some repeats */
+            if (r % 5 == 0 && r)
+                idx[r] = idx[idx[r]];
+            size_t kl = (size_t)sprintf(keys[r], "lb-%u", idx[r]);
+            rd[r] = (qmdb_read){keys[r], kl, got[r], sizeof(got[r]), 0, -1};
+        }
+        CHECK_OK(qmdb_get_many(db, rd, LB_READS));
+        qmdb_batch_reset(b);
+        for (unsigned r = 0; r < LB_READS; r++) {
+            unsigned i = idx[r];
+            if (!ver[i]) {
+                wrong += rd[r].rc != QMDB_NOTFOUND;
+            } else {
+                lb_value(i, ver[i], want, &wl);
+                wrong += rd[r].rc != 0 || rd[r].vlen != wl || memcmp(got[r], want, wl) != 0;
+            }
+        }
+        for (unsigned r = 0; r < LB_READS; r++) { /* then the block's writes */
+            unsigned i = idx[r];
+            if (r % 3 == 0 && wrote[i] != round + 1) { /* a new version or a delete, once */
+                wrote[i] = round + 1;
+                unsigned nv = next() % 4 == 0 ? 0 : ver[i] + 1 + round;
+                if (nv == ver[i])
+                    continue;
+                ver[i] = nv;
+                if (nv) {
+                    lb_value(i, nv, v, &vl);
+                    CHECK_OK(qmdb_batch_put(b, rd[r].key, rd[r].klen, v, vl));
+                } else {
+                    CHECK_OK(qmdb_batch_del(b, rd[r].key, rd[r].klen));
+                }
+            }
+        }
+        CHECK_OK(qmdb_commit(db, ++h, b, NULL));
+    }
+    CHECK_EQ_U64(wrong, 0);
+    qmdb_batch_free(b);
+    CHECK_OK(qmdb_close(db));
+}
+
 int
 main(void)
 {
@@ -359,6 +444,8 @@ main(void)
     equivalence_round(1, QMDB_OPEN_DIRECT_IO, 250, false);
     equivalence_round(20000000, 0, 100, false);
     readers_case();
+    large_batch_case("lb", false);
+    large_batch_case("lb-pread", true);
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
     CHECK(system(cmd) == 0);

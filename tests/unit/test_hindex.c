@@ -221,6 +221,7 @@ settle(qm_hindex *x, int tries)
     u64 m0 = qm_hix_merges(x);
     struct timespec ms = {0, 1000000};
     for (int i = 0; i < tries && qm_hix_merges(x) == m0; i++) {
+        qm_hix_install(x);
         CHECK_OK(qm_hix_maintain(x, 0, NULL, NULL));
         nanosleep(&ms, NULL);
     }
@@ -298,14 +299,62 @@ random_steps(qm_hindex *x, int steps)
                 gen_key(kh, mode);
             check_lookup(x, kh);
         }
-        if (step % 50 == 49)
+        if (step % 50 == 49) {
+            qm_hix_install(x);
             CHECK_OK(qm_hix_maintain(x, 0, NULL, NULL));
+        }
         if (step % 1000 == 999) {
             settle(x, 300);
             check_all(x);
             check_lookup(x, big);
         }
     }
+}
+
+/* Lookups of every live key with a fresh memo; the run pages they read. */
+static u64
+lookup_live(qm_hindex *x)
+{
+    u64 r0 = qm_hix_page_reads(x);
+    for (u32 i = 0; i < nlive; i++)
+        check_lookup(x, khs[live_list[i]]);
+    return qm_hix_page_reads(x) - r0;
+}
+
+/* A merge that finishes after a block's lookups filled the memo waits for qm_hix_install (the
+ * end of the update stage): maintain, before the update stage, leaves it, and the update
+ * stage's lookups read no run page again. */
+static void
+test_install_after_block(qm_hindex *x)
+{
+    u8 kh[32];
+    for (int i = 0; i < 100; i++) { /* over the merge threshold (64 changes) */
+        gen_key(kh, 0);
+        do_insert(x, kh);
+    }
+    u64 m0 = qm_hix_merges(x);
+    CHECK_OK(qm_hix_maintain(x, 0, NULL, NULL)); /* freezes, asks for a merge */
+    CHECK_OK(qm_hix_memo_reserve(x, nlive));
+    u64 first = lookup_live(x);
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 300; i++) { /* the merge ends meanwhile */
+        CHECK_OK(qm_hix_maintain(x, 0, NULL, NULL));
+        nanosleep(&ms, NULL);
+    }
+    CHECK_EQ_U64(qm_hix_merges(x), m0);
+    u64 again = lookup_live(x);
+    CHECK(first > 0);
+    /* Keys whose records do not fit a memo entry (shared prefixes, the big group) are read
+     * again: this set has many of them; random key hashes almost none. */
+    CHECK(again * 2 <= first);
+    for (int i = 0; i < 300 && qm_hix_merges(x) == m0; i++) {
+        qm_hix_install(x);
+        nanosleep(&ms, NULL);
+    }
+    CHECK_EQ_U64(qm_hix_merges(x), m0 + 1);
+    qm_hix_memo_reset(x);
+    CHECK(lookup_live(x) > 0); /* a new run: its pages are read */
+    check_all(x);
 }
 
 static void
@@ -353,6 +402,7 @@ test_random(void)
     CHECK(qm_hix_page_reads(x) > 0);
     printf("random: %" PRIu64 " records, %" PRIu64 " merges, %" PRIu64 " page reads\n",
            (u64)ref.count, qm_hix_merges(x), qm_hix_page_reads(x));
+    test_install_after_block(x);
 
     /* Checkpoint round trip. */
     qm_hix_state st = {77, 123456, 9876543, 1234, 5555, 3, {0}};
