@@ -66,7 +66,7 @@ layer_free(layer *l)
     if (!l)
         return;
     qm_index_free(&l->ins);
-    free(l->del.slot);
+    qm_posset_free(&l->del);
     free(l);
 }
 
@@ -323,7 +323,7 @@ qm_hix_free(qm_hindex *x)
 static bool
 run_dead(const qm_hindex *x, u64 pos)
 {
-    return hix_ps_has(&x->a->del, pos) || (x->f && hix_ps_has(&x->f->del, pos));
+    return qm_posset_has(&x->a->del, pos) || (x->f && qm_posset_has(&x->f->del, pos));
 }
 
 typedef struct outv {
@@ -523,7 +523,7 @@ overlay_find(qm_hindex *x, const u8 key6[6], outv *o)
             qm_index_find(&ls[k]->ins, kh, v, n);
         }
         for (size_t i = 0; i < n; i++)
-            if (k == 1 || !hix_ps_has(&x->a->del, v[i]))
+            if (k == 1 || !qm_posset_has(&x->a->del, v[i]))
                 ov_add(o, v[i]);
         if (v != tmp)
             free(v);
@@ -545,7 +545,7 @@ static bool
 dead_in_a(const void *arg, u64 pos)
 {
     const qm_hindex *x = arg;
-    return hix_ps_has(&x->a->del, pos);
+    return qm_posset_has(&x->a->del, pos);
 }
 
 int
@@ -604,7 +604,7 @@ qm_hix_erase(qm_hindex *x, const u8 kh[32], u64 pos)
 {
     qm_hixj_erase(&x->j, kh, pos);
     if (qm_index_erase(&x->a->ins, kh, pos) != 0)
-        QM_RET(hix_ps_add(&x->a->del, pos));
+        QM_RET(qm_posset_add(&x->a->del, pos));
     x->count--;
     return 0;
 }
@@ -615,7 +615,7 @@ qm_hix_replace(qm_hindex *x, const u8 kh[32], u64 old_pos, u64 new_pos)
     qm_hixj_replace(&x->j, kh, old_pos, new_pos);
     if (qm_index_replace(&x->a->ins, kh, old_pos, new_pos) == 0)
         return 0;
-    QM_RET(hix_ps_add(&x->a->del, old_pos));
+    QM_RET(qm_posset_add(&x->a->del, old_pos));
     return qm_index_insert(&x->a->ins, kh, new_pos);
 }
 

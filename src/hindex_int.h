@@ -14,6 +14,7 @@
 #include "hixj.h"
 #include "indexer.h"
 #include "io.h"
+#include "posset.h"
 
 #include <pthread.h>
 
@@ -22,15 +23,10 @@
 #define HIX_HDR_CRC_AT 152u
 #define HIX_WBUF (1u << 20)
 
-/* Positions erased from the layers below (open addressing; slot = pos + 1, 0 = empty). */
-typedef struct posset {
-    u64 *slot;
-    u64 cap, n;
-} posset;
-
+/* An overlay: the records inserted, and the positions erased from the layers below. */
 typedef struct layer {
     qm_index ins;
-    posset del;
+    qm_posset del;
 } layer;
 
 typedef struct run {
@@ -82,7 +78,7 @@ struct qm_hindex {
 typedef struct recvec {
     u8 *v;
     u64 n, cap;
-    const posset *dead;
+    const qm_posset *dead;
 } recvec;
 
 /* A 6-byte key as a big-endian integer (compares like memcmp). */
@@ -107,8 +103,6 @@ page_crc(const u8 *page, u64 p)
 /* hindex.c */
 QM_HIDDEN void *hix_big_realloc(void *p, size_t old, size_t n);
 QM_HIDDEN void hix_big_free(void *p, size_t n);
-QM_HIDDEN int hix_ps_add(posset *s, u64 pos);
-QM_HIDDEN bool hix_ps_has(const posset *s, u64 pos);
 QM_HIDDEN u64 hix_new_run_id(void);
 QM_HIDDEN void hix_run_close(const qm_io *io, run *r);
 /* Maps r's header and record pages read-only for lookups (no system call per page), where

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hixbase.c -- small pieces the hybrid indexer's files share (hindex_int.h): buffers mapped
- * and unmapped directly, the set of erased positions, run handles and their ids. Depends on
- * nothing else of the hybrid indexer.
+ * and unmapped directly, run handles and their ids (the set of erased positions is posset.c).
+ * Depends on nothing else of the hybrid indexer.
  *
  * Thread: any; the caller owns the objects (run ids are atomic).
  */
@@ -51,58 +51,6 @@ hix_big_free(void *p, size_t n)
 {
     if (p)
         munmap(p, n);
-}
-
-/* ---- positions set ---------------------------------------------------------------------- */
-
-static inline u64
-ps_hash(u64 pos)
-{
-    return (pos >> 3) * 0x9E3779B97F4A7C15ull;
-}
-
-bool
-hix_ps_has(const posset *s, u64 pos)
-{
-    if (s->n == 0)
-        return false;
-    u64 m = s->cap - 1;
-    for (u64 i = ps_hash(pos) >> 20 & m;; i = (i + 1) & m) {
-        if (s->slot[i] == pos + 1)
-            return true;
-        if (s->slot[i] == 0)
-            return false;
-    }
-}
-
-int
-hix_ps_add(posset *s, u64 pos)
-{
-    if ((s->n + 1) * 4 > s->cap * 3) {
-        u64 ncap = s->cap ? s->cap * 2 : 1024;
-        u64 *ns = calloc(ncap, sizeof(u64));
-        if (!ns)
-            return -ENOMEM;
-        for (u64 i = 0; i < s->cap; i++) {
-            if (!s->slot[i])
-                continue;
-            u64 j = ps_hash(s->slot[i] - 1) >> 20 & (ncap - 1);
-            while (ns[j])
-                j = (j + 1) & (ncap - 1);
-            ns[j] = s->slot[i];
-        }
-        free(s->slot);
-        s->slot = ns;
-        s->cap = ncap;
-    }
-    u64 m = s->cap - 1, i = ps_hash(pos) >> 20 & m;
-    while (s->slot[i] && s->slot[i] != pos + 1)
-        i = (i + 1) & m;
-    if (!s->slot[i]) {
-        s->slot[i] = pos + 1;
-        s->n++;
-    }
-    return 0;
 }
 
 void

@@ -263,7 +263,7 @@ static int
 rv_add(void *arg, const u8 key6[6], u64 pos)
 {
     recvec *rv = arg;
-    if (rv->dead && hix_ps_has(rv->dead, pos))
+    if (rv->dead && qm_posset_has(rv->dead, pos))
         return 0;
     if (rv->n == rv->cap) {
         u64 nc = rv->cap ? rv->cap * 2 : 4096;
@@ -304,7 +304,7 @@ dead_in(const void *arg, u64 pos)
 {
     const layer *const *ls = arg; /* NULL-terminated, at most 2 */
     for (; *ls; ls++)
-        if (hix_ps_has(&(*ls)->del, pos))
+        if (qm_posset_has(&(*ls)->del, pos))
             return true;
     return false;
 }

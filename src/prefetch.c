@@ -18,6 +18,7 @@
 
 #include "hash.h"
 #include "ix.h"
+#include "posset.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -310,8 +311,7 @@ typedef struct gm_bg {
     pthread_t th;
     bool on;
     int rc;
-    u64 *seen; /* the call's queued reads, (position << 4 | shard) + 1, open addressing */
-    size_t scap, sn;
+    qm_posset seen; /* the call's queued reads: position | shard << 60 */
 } gm_bg;
 
 /* Drops the reads queued since q->r[from] that this call queued before (another chunk may
@@ -319,34 +319,12 @@ typedef struct gm_bg {
 static int
 gm_bg_dedup(gm_bg *b, qm_reqs *q, size_t from)
 {
-    if ((b->sn + (q->n - from)) * 2 > b->scap) { /* grow and rehash */
-        size_t cap = QM_MAX(b->scap * 2, (size_t)4096);
-        while ((b->sn + (q->n - from)) * 2 > cap)
-            cap *= 2;
-        u64 *t = calloc(cap, sizeof(u64));
-        if (!t)
-            return -ENOMEM;
-        for (size_t i = 0; i < b->scap; i++)
-            if (b->seen[i]) {
-                size_t j = (size_t)(b->seen[i] * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
-                while (t[j])
-                    j = (j + 1) & (cap - 1);
-                t[j] = b->seen[i];
-            }
-        free(b->seen);
-        b->seen = t;
-        b->scap = cap;
-    }
     size_t k = from;
     for (size_t i = from; i < q->n; i++) {
-        u64 key = (q->r[i].tag << 4 | q->r[i].shard) + 1;
-        size_t j = (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & (b->scap - 1);
-        while (b->seen[j] && b->seen[j] != key)
-            j = (j + 1) & (b->scap - 1);
-        if (b->seen[j])
+        u64 key = q->r[i].tag | (u64)q->r[i].shard << 60; /* log positions stay below 2^60 */
+        if (qm_posset_has(&b->seen, key))
             continue;
-        b->seen[j] = key;
-        b->sn++;
+        QM_RET(qm_posset_add(&b->seen, key));
         q->r[k++] = q->r[i];
     }
     q->n = k;
@@ -562,7 +540,7 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
 out:
     (void)gm_bg_join(&bg); /* after a failure the helper may still be reading */
     qm_reqs_free(&bg.q);
-    free(bg.seen);
+    qm_posset_free(&bg.seen);
     qm_ebuf_free(&b);
     free(kh);
     free(slot);

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_posset.c -- the position set against a sorted-array model: random positions (multiples
+ * of 8, as log positions are) with a 4-bit tag in the top bits (as prefetch.c keeps the
+ * shard), repeats, growth through many capacities, and lookups of absent values. */
+#include "../test.h"
+#include "posset.h"
+
+#include <stdlib.h>
+
+#define N 200000
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+    u64 x = *(const u64 *)a, y = *(const u64 *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool
+model_has(const u64 *v, size_t n, u64 x)
+{
+    return bsearch(&x, v, n, sizeof(u64), cmp_u64) != NULL;
+}
+
+int
+main(void)
+{
+    static u64 vals[N], sorted[N];
+    uint64_t rng = 77;
+    qm_posset s = {0};
+    CHECK(!qm_posset_has(&s, 0));
+    CHECK(!qm_posset_has(&s, 4096));
+    size_t distinct = 0;
+    for (size_t i = 0; i < N; i++) {
+        u64 r = test_xorshift(&rng);
+        /* a small range of positions, so that values repeat and tags share positions */
+        u64 v = (r % 50000) * 8 | (r >> 40 & 15) << 60;
+        vals[i] = v;
+        bool had = qm_posset_has(&s, v);
+        CHECK_OK(qm_posset_add(&s, v));
+        CHECK(qm_posset_has(&s, v));
+        distinct += !had;
+        if (i % 4096 == 0)
+            CHECK_EQ_U64(s.n, distinct);
+    }
+    CHECK_EQ_U64(s.n, distinct);
+    CHECK(s.cap * 3 >= s.n * 4);
+    memcpy(sorted, vals, sizeof(vals));
+    qsort(sorted, N, sizeof(u64), cmp_u64);
+    size_t m = 0;
+    for (size_t i = 0; i < N; i++)
+        if (m == 0 || sorted[m - 1] != sorted[i])
+            sorted[m++] = sorted[i];
+    CHECK_EQ_U64(m, distinct);
+    long wrong = 0;
+    for (size_t i = 0; i < 400000; i++) { /* present and absent values, tags included */
+        u64 r = test_xorshift(&rng);
+        u64 v = (r % 60000) * 8 | (r >> 40 & 15) << 60;
+        wrong += qm_posset_has(&s, v) != model_has(sorted, m, v);
+        wrong += qm_posset_has(&s, v + 1) != model_has(sorted, m, v + 1); /* not multiples */
+    }
+    CHECK_EQ_U64(wrong, 0);
+    qm_posset_free(&s);
+    CHECK(s.slot == NULL && s.n == 0 && s.cap == 0);
+    CHECK(!qm_posset_has(&s, vals[0]));
+    return test_report("test_posset");
+}
