@@ -603,8 +603,11 @@ int
 qm_hix_erase(qm_hindex *x, const u8 kh[32], u64 pos)
 {
     qm_hixj_erase(&x->j, kh, pos);
-    if (qm_index_erase(&x->a->ins, kh, pos) != 0)
-        QM_RET(qm_posset_add(&x->a->del, pos));
+    if (qm_index_erase(&x->a->ins, kh, pos) != 0) {
+        int rc = qm_posset_add(&x->a->del, pos);
+        if (rc < 0)
+            return rc;
+    }
     x->count--;
     return 0;
 }
@@ -615,8 +618,8 @@ qm_hix_replace(qm_hindex *x, const u8 kh[32], u64 old_pos, u64 new_pos)
     qm_hixj_replace(&x->j, kh, old_pos, new_pos);
     if (qm_index_replace(&x->a->ins, kh, old_pos, new_pos) == 0)
         return 0;
-    QM_RET(qm_posset_add(&x->a->del, old_pos));
-    return qm_index_insert(&x->a->ins, kh, new_pos);
+    int rc = qm_posset_add(&x->a->del, old_pos);
+    return rc < 0 ? rc : qm_index_insert(&x->a->ins, kh, new_pos);
 }
 
 static u64
@@ -823,6 +826,15 @@ qm_hix_ssd_bytes(const qm_hindex *xc)
     u64 b = x->r.file_bytes;
     pthread_mutex_unlock(&x->mu);
     return b;
+}
+
+bool
+qm_hix_merge_waiting(qm_hindex *x)
+{
+    pthread_mutex_lock(&x->mu);
+    bool w = x->state == MERGE_DONE;
+    pthread_mutex_unlock(&x->mu);
+    return w;
 }
 
 u64

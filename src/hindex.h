@@ -140,6 +140,7 @@ QM_HIDDEN u64 qm_hix_count(const qm_hindex *x);      /* live records */
 QM_HIDDEN u64 qm_hix_dram_bytes(const qm_hindex *x); /* sparse index + overlays */
 QM_HIDDEN u64 qm_hix_ssd_bytes(const qm_hindex *x);  /* run file */
 QM_HIDDEN u64 qm_hix_merges(const qm_hindex *x);     /* merges installed */
+QM_HIDDEN bool qm_hix_merge_waiting(qm_hindex *x);   /* one finished, not yet installed */
 QM_HIDDEN u64 qm_hix_page_reads(const qm_hindex *x); /* run pages read by lookups */
 
 #endif /* QM_HINDEX_H */

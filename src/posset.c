@@ -54,11 +54,11 @@ qm_posset_add(qm_posset *s, u64 pos)
     u64 m = s->cap - 1, i = ps_hash(pos) >> 20 & m;
     while (s->slot[i] && s->slot[i] != pos + 1)
         i = (i + 1) & m;
-    if (!s->slot[i]) {
-        s->slot[i] = pos + 1;
-        s->n++;
-    }
-    return 0;
+    if (s->slot[i])
+        return 0;
+    s->slot[i] = pos + 1;
+    s->n++;
+    return 1;
 }
 
 void

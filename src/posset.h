@@ -17,7 +17,7 @@ typedef struct qm_posset {
     u64 cap, n;
 } qm_posset;
 
-/* Adds pos (a no-op if present). 0 or -ENOMEM. */
+/* Adds pos: 1 if it was not there, 0 if it was, or -ENOMEM. */
 QM_HIDDEN int qm_posset_add(qm_posset *s, u64 pos);
 QM_HIDDEN bool qm_posset_has(const qm_posset *s, u64 pos);
 QM_HIDDEN void qm_posset_free(qm_posset *s);

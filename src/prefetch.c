@@ -322,10 +322,11 @@ gm_bg_dedup(gm_bg *b, qm_reqs *q, size_t from)
     size_t k = from;
     for (size_t i = from; i < q->n; i++) {
         u64 key = q->r[i].tag | (u64)q->r[i].shard << 60; /* log positions stay below 2^60 */
-        if (qm_posset_has(&b->seen, key))
-            continue;
-        QM_RET(qm_posset_add(&b->seen, key));
-        q->r[k++] = q->r[i];
+        int added = qm_posset_add(&b->seen, key);
+        if (added < 0)
+            return added;
+        if (added)
+            q->r[k++] = q->r[i];
     }
     q->n = k;
     return 0;

@@ -37,7 +37,7 @@ main(void)
         u64 v = (r % 50000) * 8 | (r >> 40 & 15) << 60;
         vals[i] = v;
         bool had = qm_posset_has(&s, v);
-        CHECK_OK(qm_posset_add(&s, v));
+        CHECK_RC(qm_posset_add(&s, v), had ? 0 : 1);
         CHECK(qm_posset_has(&s, v));
         distinct += !had;
         if (i % 4096 == 0)
