@@ -400,9 +400,9 @@ typedef struct qmdb_stats {
     uint64_t tree_dram_bytes;      /**< DRAM used by twigs, ActiveBits and upper trees */
     uint64_t cache_dram_bytes;     /**< DRAM of per-block buffers: warm-entry caches, the
                                         in-flight blocks' pre-images, the hybrid indexer's
-                                        change buffer and journal record, the deactivation
-                                        position records (scale with the block size, not
-                                        with the number of entries) */
+                                        change buffer, journal record and memo of lookups,
+                                        the deactivation position records (scale with the
+                                        block size, not with the number of entries) */
     uint64_t ssd_bytes;            /**< bytes of all database files */
     uint64_t entry_file_bytes;     /**< bytes of entry files (unpruned) */
     uint64_t twig_file_bytes;      /**< bytes of twig files (unpruned) */

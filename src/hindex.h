@@ -114,7 +114,7 @@ QM_HIDDEN bool qm_hix_page_of(qm_hindex *x, const u8 kh[32], int *fd, u64 *off);
  * it. Both with the writer lock held. */
 QM_HIDDEN int qm_hix_memo_reserve(qm_hindex *x, size_t nkeys);
 QM_HIDDEN void qm_hix_memo_reset(qm_hindex *x);
-QM_HIDDEN u64 qm_hix_memo_bytes(const qm_hindex *x); /* DRAM of the memo (per block) */
+QM_HIDDEN u64 qm_hix_memo_bytes(qm_hindex *x); /* DRAM of the memo (per block) */
 
 /* Every live record in key order: fn(arg, key-hash bytes [0..6), position). A nonzero
  * return from fn stops the walk and is returned. */

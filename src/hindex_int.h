@@ -138,7 +138,8 @@ typedef struct memo_ent {
 
 /* A copy of key's memo entry; false if there is none. */
 QM_HIDDEN bool hix_memo_get(qm_hindex *x, u64 key, memo_ent *out);
-/* Merges what a lookup learnt (fields per flags) into key's entry; dropped when full. */
+/* Merges what a lookup learnt (fields per flags) into key's entry; a full memo is emptied
+ * first (its answers are then mostly those of reads since the last block). */
 QM_HIDDEN void hix_memo_put(qm_hindex *x, u64 key, const memo_ent *v);
 
 #endif /* QM_HINDEX_INT_H */

@@ -5,7 +5,7 @@
  * stage looks them up again; the run's part of each answer cannot change in between (a run
  * never changes, and run records only die), so lookups record it here, keyed by the run, and
  * the update stage reads no page for it. Erasures since are applied when an answer is used.
- * Emptied after each update stage.
+ * Emptied after each update stage, and when full (reads between blocks fill it too).
  *
  * Thread: lookups from the prefetch stage, client readers and the updater; every access holds
  * the index's mmu.
@@ -52,6 +52,14 @@ hix_memo_put(qm_hindex *x, u64 key, const memo_ent *v)
         x->mrun = x->r.id;
     }
     memo_ent *e = memo_find_locked(x, key);
+    if (!e && x->mcap && (x->mn + 1) * 2 > x->mcap) {
+        /* Full: mostly answers of reads made since the last block (no update stage empties
+         * the memo after them), which no update stage will ask for. Keeping them would drop
+         * every answer of the next block's batched reads, and its update stage would read
+         * those pages again; start over instead. */
+        memset(x->mt, 0, x->mcap * sizeof(memo_ent));
+        x->mn = 0;
+    }
     if (!e && (x->mn + 1) * 2 <= x->mcap) {
         u64 m = x->mcap - 1, i = (key * 0x9E3779B97F4A7C15ull) >> 20 & m;
         while (x->mt[i].key)
@@ -111,18 +119,36 @@ qm_hix_memo_reserve(qm_hindex *x, size_t nkeys)
     return rc;
 }
 
+/* After an outsized block the table gives its capacity back: when the block used less than
+ * an eighth of it (a quarter of its usual load), it shrinks to what the block needed, so
+ * that one huge block does not pin it for the life of the handle. */
+#define MEMO_KEEP ((size_t)256 << 10)
+
 void
 qm_hix_memo_reset(qm_hindex *x)
 {
     pthread_mutex_lock(&x->mmu);
-    if (x->mn)
+    u64 cap = 64;
+    while (cap < 2 * x->mn + 2)
+        cap *= 2;
+    memo_ent *t = NULL;
+    if (x->mcap * sizeof(memo_ent) > MEMO_KEEP && x->mn < x->mcap / 8 &&
+        (t = calloc(cap, sizeof(memo_ent))) != NULL) {
+        free(x->mt);
+        x->mt = t;
+        x->mcap = cap;
+    } else if (x->mn) {
         memset(x->mt, 0, x->mcap * sizeof(memo_ent));
+    }
     x->mn = 0;
     pthread_mutex_unlock(&x->mmu);
 }
 
 u64
-qm_hix_memo_bytes(const qm_hindex *x)
+qm_hix_memo_bytes(qm_hindex *x)
 {
-    return x->mcap * sizeof(memo_ent);
+    pthread_mutex_lock(&x->mmu);
+    u64 b = x->mcap * sizeof(memo_ent);
+    pthread_mutex_unlock(&x->mmu);
+    return b;
 }

@@ -822,6 +822,8 @@ qm_shard_add_stats(qm_shard *s, qmdb_stats *st)
     st->cache_dram_bytes += qm_warm_dram_bytes(&s->warm);
     pthread_mutex_unlock(&s->warm_mu);
     st->cache_dram_bytes += qm_dpos_dram_bytes(&s->dpos);
+    if (s->index.hyb)
+        st->cache_dram_bytes += qm_hix_memo_bytes(s->index.hyb);
 }
 
 /* ---- Log scans (recovery, the hybrid indexer's resume) ------------------------------ */

@@ -358,6 +358,57 @@ test_install_after_block(qm_hindex *x)
     check_all(x);
 }
 
+/* Reads between blocks (no update stage follows them to empty the memo) fill it; the next
+ * block's lookups must still be remembered, or its update stage reads their pages again. The
+ * memo once refused every answer when full. */
+static void
+test_memo_full(qm_hindex *x)
+{
+    enum { NB = 300 };
+    static u8 blk[NB][32];
+    u8 kh[32];
+    u64 pos[8];
+    size_t n;
+    qm_hix_memo_reset(x);
+    CHECK_OK(qm_hix_memo_reserve(x, NB));
+    u64 fill = qm_hix_memo_bytes(x) / 48; /* more than half the slots (an entry is larger) */
+    CHECK(fill >= NB);
+    for (u64 i = 0; i < fill; i++) { /* the reads */
+        gen_key(kh, 0);
+        CHECK_OK(qm_hix_find(x, kh, pos, QM_ARRAY_LEN(pos), &n));
+    }
+    u64 r0 = qm_hix_page_reads(x);
+    for (int i = 0; i < NB; i++) { /* the block's batched reads: find, and pred if absent */
+        gen_key(blk[i], 0);
+        CHECK_OK(qm_hix_find(x, blk[i], pos, QM_ARRAY_LEN(pos), &n));
+        CHECK_OK(qm_hix_pred(x, blk[i], pos, QM_ARRAY_LEN(pos), &n));
+    }
+    u64 first = qm_hix_page_reads(x) - r0;
+    CHECK_OK(qm_hix_memo_reserve(x, NB)); /* the prefetch stage */
+    r0 = qm_hix_page_reads(x);
+    for (int i = 0; i < NB; i++) /* the update stage: the same answers, from the memo */
+        check_lookup(x, blk[i]);
+    u64 again = qm_hix_page_reads(x) - r0;
+    CHECK(first >= NB / 3);
+    CHECK(again * 4 <= first); /* keys whose records do not fit an entry are read again */
+    printf("memo full: %" PRIu64 " page reads, then %" PRIu64 "\n", first, again);
+    qm_hix_memo_reset(x);
+    /* An outsized block's table is given back after a small one; a usual one is kept. */
+    CHECK_OK(qm_hix_memo_reserve(x, 40000));
+    u64 wide = qm_hix_memo_bytes(x);
+    CHECK(wide > (256u << 10));
+    for (int i = 0; i < NB; i++)
+        check_lookup(x, blk[i]);
+    qm_hix_memo_reset(x);
+    CHECK(qm_hix_memo_bytes(x) > 0 && qm_hix_memo_bytes(x) <= wide / 16);
+    u64 small = qm_hix_memo_bytes(x);
+    CHECK_OK(qm_hix_memo_reserve(x, NB));
+    for (int i = 0; i < NB; i++)
+        check_lookup(x, blk[i]);
+    qm_hix_memo_reset(x);
+    CHECK_EQ_U64(qm_hix_memo_bytes(x), small);
+}
+
 static void
 test_random(void)
 {
@@ -404,6 +455,7 @@ test_random(void)
     printf("random: %" PRIu64 " records, %" PRIu64 " merges, %" PRIu64 " page reads\n",
            (u64)ref.count, qm_hix_merges(x), qm_hix_page_reads(x));
     test_install_after_block(x);
+    test_memo_full(x);
 
     /* Checkpoint round trip. */
     qm_hix_state st = {77, 123456, 9876543, 1234, 5555, 3, {0}};
