@@ -63,6 +63,7 @@ struct qm_hindex {
     qm_trust res;        /* mapped run pages found resident in a row (qm_hix_cached) */
     struct memo_ent *mt; /* the per-block memo (below), guarded by mmu */
     u64 mcap, mn, mrun;
+    u64 msmall, mpeak; /* blocks in a row that used little of the memo; most they used */
     pthread_mutex_t mmu;
     u64 gen;          /* generation of run r (0: none yet) */
     u64 rheight;      /* height of the state run r reflects */

@@ -40,27 +40,49 @@ hix_memo_get(qm_hindex *x, u64 key, memo_ent *out)
     return m != NULL;
 }
 
-/* Merges what a lookup learnt (fields per flags) into key's entry; dropped when full. */
+/* Slots for n answers at a load of at most one half. */
+static u64
+memo_cap_for(u64 n)
+{
+    u64 cap = 64;
+    while (cap < 2 * n + 2)
+        cap *= 2;
+    return cap;
+}
+
+/* Forgets every answer (an empty memo has mn == 0 and no key in any slot). */
+static void
+memo_clear_locked(qm_hindex *x)
+{
+    if (x->mn)
+        memset(x->mt, 0, x->mcap * sizeof(memo_ent));
+    x->mn = 0;
+}
+
+/* Answers are kept for one run: a new run forgets them. */
+static void
+memo_sync_run_locked(qm_hindex *x)
+{
+    if (x->mrun != x->r.id) {
+        memo_clear_locked(x);
+        x->mrun = x->r.id;
+    }
+}
+
+/* Merges what a lookup learnt (fields per flags) into key's entry. */
 void
 hix_memo_put(qm_hindex *x, u64 key, const memo_ent *v)
 {
     pthread_mutex_lock(&x->mmu);
-    if (x->mrun != x->r.id) { /* a new run: forget the old answers */
-        if (x->mcap)
-            memset(x->mt, 0, x->mcap * sizeof(memo_ent));
-        x->mn = 0;
-        x->mrun = x->r.id;
-    }
+    memo_sync_run_locked(x);
     memo_ent *e = memo_find_locked(x, key);
-    if (!e && x->mcap && (x->mn + 1) * 2 > x->mcap) {
+    if (!e && x->mcap) {
         /* Full: mostly answers of reads made since the last block (no update stage empties
          * the memo after them), which no update stage will ask for. Keeping them would drop
          * every answer of the next block's batched reads, and its update stage would read
          * those pages again; start over instead. */
-        memset(x->mt, 0, x->mcap * sizeof(memo_ent));
-        x->mn = 0;
-    }
-    if (!e && (x->mn + 1) * 2 <= x->mcap) {
+        if ((x->mn + 1) * 2 > x->mcap)
+            memo_clear_locked(x);
         u64 m = x->mcap - 1, i = (key * 0x9E3779B97F4A7C15ull) >> 20 & m;
         while (x->mt[i].key)
             i = (i + 1) & m;
@@ -89,11 +111,8 @@ qm_hix_memo_reserve(qm_hindex *x, size_t nkeys)
 {
     int rc = 0;
     pthread_mutex_lock(&x->mmu);
-    if (x->mrun != x->r.id)
-        x->mn = 0;
-    u64 cap = 64;
-    while (cap < 2 * (x->mn + (u64)nkeys) + 2)
-        cap *= 2;
+    memo_sync_run_locked(x);
+    u64 cap = memo_cap_for(x->mn + (u64)nkeys);
     if (cap > x->mcap) {
         memo_ent *t = calloc(cap, sizeof(memo_ent));
         if (!t) {
@@ -111,36 +130,42 @@ qm_hix_memo_reserve(qm_hindex *x, size_t nkeys)
             x->mt = t;
             x->mcap = cap;
         }
-    } else if (x->mrun != x->r.id) {
-        memset(x->mt, 0, x->mcap * sizeof(memo_ent));
     }
-    x->mrun = x->r.id;
     pthread_mutex_unlock(&x->mmu);
     return rc;
 }
 
-/* After an outsized block the table gives its capacity back: when the block used less than
- * an eighth of it (a quarter of its usual load), it shrinks to what the block needed, so
- * that one huge block does not pin it for the life of the handle. */
+/* A table over MEMO_KEEP bytes that MEMO_SMALL_BLOCKS blocks in a row used less than an
+ * eighth of (a quarter of its usual load) shrinks to what the largest of them needed: one
+ * huge block does not pin it for the life of the handle, and one small block (an empty one)
+ * does not leave the next block's batched reads, which come before its reserve, a table too
+ * small to keep their answers. */
 #define MEMO_KEEP ((size_t)256 << 10)
+#define MEMO_SMALL_BLOCKS 16u
 
 void
 qm_hix_memo_reset(qm_hindex *x)
 {
     pthread_mutex_lock(&x->mmu);
-    u64 cap = 64;
-    while (cap < 2 * x->mn + 2)
-        cap *= 2;
+    if (x->mcap * sizeof(memo_ent) > MEMO_KEEP && x->mn < x->mcap / 8) {
+        x->msmall++;
+        x->mpeak = QM_MAX(x->mpeak, x->mn);
+    } else {
+        x->msmall = 0;
+        x->mpeak = 0;
+    }
     memo_ent *t = NULL;
-    if (x->mcap * sizeof(memo_ent) > MEMO_KEEP && x->mn < x->mcap / 8 &&
-        (t = calloc(cap, sizeof(memo_ent))) != NULL) {
+    u64 cap = memo_cap_for(x->mpeak);
+    if (x->msmall >= MEMO_SMALL_BLOCKS && (t = calloc(cap, sizeof(memo_ent))) != NULL) {
         free(x->mt);
         x->mt = t;
         x->mcap = cap;
-    } else if (x->mn) {
-        memset(x->mt, 0, x->mcap * sizeof(memo_ent));
+        x->mn = 0;
+        x->msmall = 0;
+        x->mpeak = 0;
+    } else {
+        memo_clear_locked(x);
     }
-    x->mn = 0;
     pthread_mutex_unlock(&x->mmu);
 }
 
