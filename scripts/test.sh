@@ -1,6 +1,6 @@
 #!/bin/sh
 # test.sh -- the README's test command: installs dependencies, builds the `dev` preset
-# (Debug, ASan + UBSan, -Werror) and runs every CTest test, then builds the `tsan` preset
+# (Debug at -O1, ASan + UBSan, -Werror) and runs every CTest test, then builds the `tsan` preset
 # (ThreadSanitizer) and runs the threaded tests there (worker pool, API, block pipeline,
 # randomized model with the pipeline on, fault injection in the concurrent configuration,
 # snapshot export and restore, whose export cuts the shards on the worker pool).
