@@ -115,6 +115,37 @@ typedef struct pcache_ent {
 } pcache_ent;
 static __thread pcache_ent tl_pc[PC_SLOTS];
 static __thread unsigned tl_pc_next;
+/* Pages this thread's lookups may take before reading (qm_hix_pages_use). */
+static __thread const qm_hix_pages *tl_pages;
+
+void
+qm_hix_pages_use(const qm_hix_pages *p)
+{
+    tl_pages = p;
+}
+
+u64
+qm_hix_pages_key(int fd, u64 off)
+{
+    return (u64)fd << 40 | off / QM_HIX_PAGE;
+}
+
+/* The batch's bytes of the page at off in fd, or NULL. */
+static const u8 *
+pages_find(const qm_hix_pages *b, int fd, u64 off)
+{
+    u64 key = qm_hix_pages_key(fd, off);
+    size_t lo = 0, hi = b->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->pg[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < b->n && b->pg[lo].key == key ? b->data + (size_t)b->pg[lo].slot * QM_HIX_PAGE
+                                             : NULL;
+}
 /* Page p of run r, from this thread's cache or read (and checked). The pointer is valid
  * until this thread's next call. */
 /* This thread's cached copy of page p of run r, or NULL. */
@@ -148,6 +179,16 @@ run_page(qm_hindex *x, const run *r, u64 p, const u8 **out, qm_err *err)
         return 0;
     pcache_ent *e = &tl_pc[tl_pc_next % PC_SLOTS];
     e->run_id = 0;
+    const u8 *got = tl_pages ? pages_find(tl_pages, r->fd, (p + 1) * QM_HIX_PAGE) : NULL;
+    if (got) {
+        memcpy(e->buf, got, QM_HIX_PAGE);
+        e->p = e->buf;
+        if (pc_admit(x, r, p, e)) {
+            *out = e->p;
+            return 0;
+        }
+        e->run_id = 0; /* damaged in the batch: read it again, and report what that finds */
+    }
     if (r->map && qm_logs_fit()) { /* else mostly not resident: pread (hugefolio.h) */
         e->p = r->map + (p + 1) * QM_HIX_PAGE;
     } else {
@@ -189,30 +230,18 @@ qm_hix_cached(qm_hindex *x, const u8 kh[32])
     u64 p = run_page_below(r, kh);
     if (pc_find(r, p))
         return true;
+    if (!r->map || !qm_logs_fit())
+        return false; /* read in the batch: no system call per key (prefetch.c) */
+    /* Resident: the page cache holds the page (asked with mincore unless the index's pages are
+     * trusted: x->res, io.h). A wrong "yes" costs the lookup a fault that reads the page, never
+     * a wrong answer. A damaged page is left to the lookup. */
+    const u8 *pg = r->map + (p + 1) * QM_HIX_PAGE;
+    if (!qm_trust_resident(&x->res, pg, QM_HIX_PAGE))
+        return false;
     pcache_ent *e = &tl_pc[tl_pc_next % PC_SLOTS];
     e->run_id = 0;
-    if (r->map && qm_logs_fit()) {
-        /* Resident: the page cache holds the page (asked with mincore unless the index's
-         * pages are trusted: x->res, io.h). A wrong "yes" costs the lookup a fault that reads
-         * the page, never a wrong answer. A damaged page is left to the lookup. */
-        const u8 *pg = r->map + (p + 1) * QM_HIX_PAGE;
-        if (!qm_trust_resident(&x->res, pg, QM_HIX_PAGE))
-            return false;
-        e->p = pg;
-        (void)pc_admit(x, r, p, e);
-        return true;
-    }
-    e->p = e->buf;
-    size_t n;
-    int rc = qm_io_pread_nowait(r->fd, e->buf, QM_HIX_PAGE, (p + 1) * QM_HIX_PAGE, &n);
-    if (rc == 0 && n == 0)
-        return false;
-    /* Anything else (an error, a damaged page) is left to the lookup, which reads the page
-     * again and reports it. A test I/O layer sees this read as it sees batched ones (io.h). */
-    if (rc == 0 && n == QM_HIX_PAGE &&
-        (!x->io->read_done ||
-         x->io->read_done(r->fd, (p + 1) * QM_HIX_PAGE, QM_HIX_PAGE, (ssize_t)n) == (ssize_t)n))
-        (void)pc_admit(x, r, p, e);
+    e->p = pg;
+    (void)pc_admit(x, r, p, e);
     return true;
 }
 

@@ -99,10 +99,28 @@ QM_HIDDEN u64 qm_hix_gen(const qm_hindex *x);
  * *first_h: the height of its journal's first record. */
 QM_HIDDEN bool qm_hix_run_below(qm_hindex *x, u64 h, u64 *gen, u64 *first_h);
 
-/* True when the run page a lookup of kh reads first is in DRAM (this thread's page cache, or
- * the OS page cache: then it is copied into the former, and the lookup that follows reads no
- * page). False: reading it would wait for the device (batch it through qm_hix_page_of). */
+/* True when the lookup of kh can read its first run page without a system call: the page is
+ * in this thread's page slots, or (with a mapped run) resident in the OS page cache. False:
+ * read it in a batch first (qm_hix_page_of, then qm_hix_pages_use). */
 QM_HIDDEN bool qm_hix_cached(qm_hindex *x, const u8 kh[32]);
+
+/* Run pages read in one batch ahead of the lookups that need them (prefetch.c): n pages
+ * sorted by key = fd << 40 | offset / QM_HIX_PAGE; the bytes of page i at data + slot *
+ * QM_HIX_PAGE. Pages that did not arrive whole are left out. */
+typedef struct qm_hix_pg {
+    u64 key;
+    u32 slot;
+} qm_hix_pg;
+typedef struct qm_hix_pages {
+    const qm_hix_pg *pg;
+    size_t n;
+    const u8 *data;
+} qm_hix_pages;
+/* Lets this thread's lookups take run pages from p (NULL: no more). A page taken is copied
+ * into the thread's page slots and CRC-checked there; one that fails is read again. p must
+ * outlive its use, and the runs must not change meanwhile (a reader or the writer lock). */
+QM_HIDDEN void qm_hix_pages_use(const qm_hix_pages *p);
+QM_HIDDEN u64 qm_hix_pages_key(int fd, u64 off);
 
 /* The run page a lookup of kh reads first (for the prefetcher): its fd and byte offset.
  * False when the key needs no run page (empty run). */

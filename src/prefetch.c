@@ -16,6 +16,7 @@
  */
 #include "prefetch.h"
 
+#include "codec.h"
 #include "hash.h"
 #include "ix.h"
 #include "posset.h"
@@ -129,17 +130,24 @@ req_cmp(const void *a, const void *b)
 
 /* Sorts a batch of reads by shard (rio's requirement for its pread pool) and offset, drops
  * repeats (two keys of a batch may share a candidate or a predecessor), and runs it. */
-static int
-pf_run_with(qm_reqs *q, qm_rio *rio, qm_shard *shards, qm_rio_done done)
+/* Sorts the requests and drops repeats. */
+static void
+pf_sort_unique(qm_reqs *q)
 {
-    if (q->n == 0)
-        return 0;
     qsort(q->r, q->n, sizeof(*q->r), req_cmp);
     size_t k = 0;
     for (size_t i = 0; i < q->n; i++)
         if (k == 0 || q->r[i].fd != q->r[k - 1].fd || q->r[i].off != q->r[k - 1].off)
             q->r[k++] = q->r[i];
     q->n = k;
+}
+
+static int
+pf_run_with(qm_reqs *q, qm_rio *rio, qm_shard *shards, qm_rio_done done)
+{
+    if (q->n == 0)
+        return 0;
+    pf_sort_unique(q);
     return qm_rio_run(rio, q->r, q->n, done, shards);
 }
 
@@ -149,22 +157,85 @@ pf_run(qm_reqs *q, qm_rio *rio, qm_shard *shards)
     return pf_run_with(q, rio, shards, pf_done);
 }
 
-/* rio completion of an index page: reading it brought it into the page cache, where the
- * lookups that follow find it. */
+/* rio completion of an index page: its bytes go to the batch's slot (r->tag), for the
+ * lookups that follow. Slots are distinct, so the pread pool's threads may fill them at once.
+ * A page that fails or comes short is left out; its lookup reads it and reports the error. */
 static void
 pf_page_done(void *arg, const qm_rreq *r, const u8 *data, size_t got, int rc)
 {
-    (void)arg, (void)r, (void)data, (void)got, (void)rc;
+    qm_pf_pages *pp = arg;
+    if (rc == 0 && got == QM_IX_PAGE) {
+        memcpy(pp->data + (size_t)r->tag * QM_IX_PAGE, data, QM_IX_PAGE);
+        pp->ok[r->tag] = 1;
+    }
+}
+
+static int
+pf_pg_cmp(const void *a, const void *b)
+{
+    u64 x = ((const qm_hix_pg *)a)->key, y = ((const qm_hix_pg *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+/* Reads the queued run pages in one batch into pp; *view then finds them for the lookups
+ * (qm_hix_pages_use). */
+static int
+pf_run_pages(qm_reqs *q, qm_rio *rio, qm_pf_pages *pp, qm_hix_pages *view)
+{
+    *view = (qm_hix_pages){0};
+    if (q->n == 0)
+        return 0;
+    pf_sort_unique(q);
+    size_t n = q->n;
+    if (n > pp->cap) {
+        u8 *d = realloc(pp->data, n * QM_IX_PAGE);
+        if (!d)
+            return -ENOMEM;
+        pp->data = d;
+        u8 *ok = realloc(pp->ok, n);
+        if (!ok)
+            return -ENOMEM;
+        pp->ok = ok;
+        qm_hix_pg *pg = realloc(pp->pg, n * sizeof(*pg));
+        if (!pg)
+            return -ENOMEM;
+        pp->pg = pg;
+        pp->cap = n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        q->r[i].tag = i;
+        pp->ok[i] = 0;
+    }
+    QM_RET(qm_rio_run(rio, q->r, n, pf_page_done, pp));
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (pp->ok[i])
+            pp->pg[k++] = (qm_hix_pg){qm_hix_pages_key(q->r[i].fd, q->r[i].off), (u32)i};
+    qsort(pp->pg, k, sizeof(*pp->pg), pf_pg_cmp);
+    *view = (qm_hix_pages){pp->pg, k, pp->data};
+    return 0;
+}
+
+static void
+pf_pages_free(qm_pf_pages *pp)
+{
+    free(pp->data);
+    free(pp->ok);
+    free(pp->pg);
+    memset(pp, 0, sizeof(*pp));
 }
 
 /* Hybrid indexer, phase one of a two-phase prefetch: the run page each key's lookup reads,
- * all in one batch, before the lookups that name the entries to read in phase two. */
+ * all in one batch, before the lookups that name the entries to read in phase two. Keys come
+ * in key-hash order, so a page is queued once for the run of keys that read it. */
 static int
 pf_queue_page(qm_reqs *q, qm_shard *s, const u8 kh[32])
 {
     int fd;
     u64 off;
     if (!qm_ix_page_of(&s->index, kh, &fd, &off))
+        return 0;
+    if (q->n > 0 && q->r[q->n - 1].fd == fd && q->r[q->n - 1].off == off)
         return 0;
     QM_RET(qm_reqs_reserve(q, 1));
     q->r[q->n++] = (qm_rreq){.fd = fd, .shard = s->id, .off = off, .len = QM_IX_PAGE};
@@ -202,31 +273,70 @@ qm_pf_free(qm_pf *pf)
     qm_reqs_free(&pf->ent);
     qm_reqs_free(&pf->pg);
     free(pf->mark);
+    free(pf->seq);
+    pf_pages_free(&pf->pages);
     memset(pf, 0, sizeof(*pf));
 }
 
-/* Index pages read per batch before the lookups that wait for them. */
-#define PF_PAGE_CHUNK 4096u
+/* Index pages read per batch before the lookups that wait for them (their bytes are held
+ * until those lookups are done: 4 MiB). */
+#define PF_PAGE_CHUNK 1024u
 
 /* Reads the queued index pages, then does the deferred lookups among operations
- * [from, to) of the block (in shard order). */
+ * [from, to) of the visiting order. */
 static int
-pf_deferred(qm_pf *pf, qm_shard *shards, const qm_changeset *cs, qm_rio *rio, size_t from,
-            size_t to)
+pf_deferred(qm_pf *pf, qm_shard *shards, qm_rio *rio, size_t from, size_t to)
 {
     if (pf->pg.n == 0)
         return 0;
-    QM_RET(pf_run_with(&pf->pg, rio, shards, pf_page_done));
+    qm_hix_pages view;
+    QM_RET(pf_run_pages(&pf->pg, rio, &pf->pages, &view));
     pf->pg.n = 0;
+    qm_hix_pages_use(&view);
+    int rc = 0;
+    for (size_t at = from; at < to && !rc; at++)
+        if (pf->mark[at])
+            rc = pf_op(&pf->ent, &shards[pf->seq[at].shard], qm_rio_direct(rio), pf->seq[at].op);
+    qm_hix_pages_use(NULL);
+    return rc;
+}
+
+static int
+pf_key_cmp(const void *a, const void *b)
+{
+    u64 x = ((const qm_pf_op *)a)->key, y = ((const qm_pf_op *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+/* The block's operations shard by shard; with the hybrid indexer, each shard's in key-hash
+ * order. Its run pages hold neighbouring key hashes, so the keys of one page are then looked
+ * up one after another and all but the first find the page in the lookup thread's page slots
+ * (hindex.c) instead of asking the kernel for it again. The changeset's own order (by
+ * transaction, then key hash) puts them in arrival order when every operation is its own
+ * transaction. Only the order of the lookups and reads changes: what they find does not. */
+static int
+pf_order(qm_pf *pf, qm_shard *shards, const qm_changeset *cs, size_t total)
+{
+    if (total > pf->mcap) {
+        u8 *m = realloc(pf->mark, total);
+        if (!m)
+            return -ENOMEM;
+        pf->mark = m;
+        qm_pf_op *q = realloc(pf->seq, total * sizeof(*q));
+        if (!q)
+            return -ENOMEM;
+        pf->seq = q;
+        pf->mcap = total;
+    }
     size_t at = 0;
-    for (unsigned i = 0; i < QM_SHARD_COUNT && at < to; i++) {
-        if (at + cs->n[i] <= from) {
-            at += cs->n[i];
-            continue;
+    for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
+        size_t first = at;
+        for (size_t k = 0; k < cs->n[i]; k++) {
+            const qm_op *op = &cs->ops[i][k];
+            pf->seq[at++] = (qm_pf_op){.key = qm_get_u48be(op->kh), .op = op, .shard = i};
         }
-        for (size_t k = 0; k < cs->n[i] && at < to; k++, at++)
-            if (at >= from && pf->mark[at])
-                QM_RET(pf_op(&pf->ent, &shards[i], qm_rio_direct(rio), &cs->ops[i][k]));
+        if (shards[i].index.hyb && at - first > 1)
+            qsort(pf->seq + first, at - first, sizeof(qm_pf_op), pf_key_cmp);
     }
     return 0;
 }
@@ -241,13 +351,7 @@ qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_pf *
     size_t total = 0;
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
         total += cs->n[i];
-    if (total > pf->mcap) {
-        u8 *m = realloc(pf->mark, total);
-        if (!m)
-            return -ENOMEM;
-        pf->mark = m;
-        pf->mcap = total;
-    }
+    QM_RET(pf_order(pf, shards, cs, total));
     /* Hybrid indexer: an operation whose index page is not in DRAM waits for one batch of
      * page reads (phase one); the others are looked up at once. The lookups fill the memo
      * the update stage reads. */
@@ -255,28 +359,25 @@ qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_pf *
         QM_RET(qm_ix_memo_reserve(&shards[i].index, cs->n[i]));
     /* Deferred lookups run a chunk at a time, so that the pages a chunk brought into the
      * page cache are still there when its lookups read them (a small memory cgroup). */
-    size_t at = 0, from = 0;
-    for (unsigned i = 0; i < QM_SHARD_COUNT; i++) {
-        qm_shard *s = &shards[i];
-        for (size_t k = 0; k < cs->n[i]; k++) {
-            const qm_op *op = &cs->ops[i][k];
-            u8 *defer = &pf->mark[at++];
-            *defer = 0;
-            if (pf_seen(s, op))
-                continue;
-            if (!qm_ix_cached(&s->index, op->kh)) {
-                QM_RET(pf_queue_page(pq, s, op->kh));
-                *defer = 1;
-                if (pq->n >= PF_PAGE_CHUNK) {
-                    QM_RET(pf_deferred(pf, shards, cs, rio, from, at));
-                    from = at;
-                }
-                continue;
+    size_t from = 0;
+    for (size_t at = 0; at < total; at++) {
+        qm_shard *s = &shards[pf->seq[at].shard];
+        const qm_op *op = pf->seq[at].op;
+        pf->mark[at] = 0;
+        if (pf_seen(s, op))
+            continue;
+        if (!qm_ix_cached(&s->index, op->kh)) {
+            QM_RET(pf_queue_page(pq, s, op->kh));
+            pf->mark[at] = 1;
+            if (pq->n >= PF_PAGE_CHUNK) {
+                QM_RET(pf_deferred(pf, shards, rio, from, at + 1));
+                from = at + 1;
             }
-            QM_RET(pf_op(q, s, direct, op));
+            continue;
         }
+        QM_RET(pf_op(q, s, direct, op));
     }
-    QM_RET(pf_deferred(pf, shards, cs, rio, from, at));
+    QM_RET(pf_deferred(pf, shards, rio, from, total));
     return pf_run(q, rio, shards);
 }
 
@@ -385,23 +486,31 @@ typedef struct gm_ctx {
     size_t ncand, ccap;
     qm_reqs *q;
     bool for_block;
-    gm_bg *bg; /* with a helper: queued reads are deduplicated across chunks */
+    gm_bg *bg;         /* with a helper: queued reads are deduplicated across chunks */
+    qm_pf_pages pages; /* the run pages of the deferred lookups */
 } gm_ctx;
 
 static int gm_lookup(gm_ctx *g, size_t i);
 
-/* Reads the queued index pages, then looks up the deferred keys among [*from, to). */
+/* Reads the queued index pages, then looks up the deferred keys among ord[*from, to). */
 static int
-gm_deferred(gm_ctx *g, qm_reqs *pq, const qmdb_read *rd, size_t *from, size_t to)
+gm_deferred(gm_ctx *g, qm_reqs *pq, const qmdb_read *rd, const qm_pf_op *ord, size_t *from,
+            size_t to)
 {
     if (pq->n == 0)
         return 0;
-    QM_RET(pf_run_with(pq, g->rio, g->shards, pf_page_done));
+    qm_hix_pages view;
+    QM_RET(pf_run_pages(pq, g->rio, &g->pages, &view));
     pq->n = 0;
-    for (; *from < to; (*from)++)
-        if (!rd[*from].rc && g->slot[*from].n == GM_DEFER)
-            QM_RET(gm_lookup(g, *from));
-    return 0;
+    qm_hix_pages_use(&view);
+    int rc = 0;
+    for (; *from < to && !rc; (*from)++) {
+        size_t i = ord[*from].idx;
+        if (!rd[i].rc && g->slot[i].n == GM_DEFER)
+            rc = gm_lookup(g, i);
+    }
+    qm_hix_pages_use(NULL);
+    return rc;
 }
 
 /* Key i's candidates (and its predecessor's, for a block's absent keys) into g->cand, and
@@ -463,15 +572,16 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
 {
     u8(*kh)[32] = malloc(n * 32 + 1);
     gm_slot *slot = malloc(n * sizeof(*slot) + 1);
+    qm_pf_op *ord = malloc(n * sizeof(*ord) + 1);
     qm_reqs q = {0}, pq = {0};
     gm_bg bg = {.rio = rio, .shards = shards};
     bool overlap = rio && n > GM_IO_CHUNK && qm_io_concurrent();
-    gm_ctx g = {shards, rio, kh, slot, NULL, 0, 0, &q, for_block, overlap ? &bg : NULL};
+    gm_ctx g = {shards, rio, kh, slot, NULL, 0, 0, &q, for_block, overlap ? &bg : NULL, {0}};
     size_t from = 0; /* deferred lookups before this key are done */
     int rc = 0;
     u8 stackbuf[512];
     qm_ebuf b = {stackbuf, sizeof(stackbuf), NULL};
-    if (!kh || !slot) {
+    if (!kh || !slot || !ord) {
         rc = -ENOMEM;
         goto out;
     }
@@ -483,9 +593,9 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
             qm_warm_clear(&shards[i].warm);
         pthread_mutex_unlock(&shards[i].warm_mu);
     }
-    /* Pass 1: every key's candidates (and the predecessor's of absent keys), looked up at
-     * once, or, with the hybrid indexer, after one batch of the index pages not in DRAM;
-     * then one batch of reads for the entries not in DRAM. */
+    /* The keys' hashes, and the order to look them up in: with the hybrid indexer, by key
+     * hash (so by shard, then run page: pf_order). */
+    size_t nk = 0;
     for (size_t i = 0; i < n; i++) {
         slot[i].n = 0;
         if (!rd[i].key || rd[i].klen == 0 || rd[i].klen > QMDB_MAX_KEY_LEN ||
@@ -495,6 +605,15 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
         }
         rd[i].rc = 0;
         qm_sha256(rd[i].key, rd[i].klen, kh[i]);
+        ord[nk++] = (qm_pf_op){.key = qm_get_u48be(kh[i]), .idx = i};
+    }
+    if (rio && shards[0].index.hyb && nk > 1)
+        qsort(ord, nk, sizeof(*ord), pf_key_cmp);
+    /* Pass 1: every key's candidates (and the predecessor's of absent keys), looked up at
+     * once, or, with the hybrid indexer, after one batch of the index pages not in DRAM;
+     * then one batch of reads for the entries not in DRAM. */
+    for (size_t j = 0; j < nk; j++) {
+        size_t i = ord[j].idx;
         qm_shard *s = &shards[qm_shard_of(kh[i])];
         if (npre && gm_pre(pre, npre, s->id, kh[i], &rd[i])) {
             slot[i].n = GM_ANSWERED;
@@ -505,11 +624,11 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
             QM_TRY(gm_lookup(&g, i));
         }
         if (pq.n >= PF_PAGE_CHUNK) /* a chunk at a time, as in the prefetch stage */
-            QM_TRY(gm_deferred(&g, &pq, rd, &from, i + 1));
+            QM_TRY(gm_deferred(&g, &pq, rd, ord, &from, j + 1));
         if (overlap && q.n >= GM_IO_CHUNK)
             QM_TRY(gm_bg_start(&bg, &q));
     }
-    QM_TRY(gm_deferred(&g, &pq, rd, &from, n));
+    QM_TRY(gm_deferred(&g, &pq, rd, ord, &from, nk));
     if (rio && q.n)
         QM_TRY(pf_run(&q, rio, shards));
     QM_TRY(gm_bg_join(&bg));
@@ -545,6 +664,8 @@ out:
     qm_ebuf_free(&b);
     free(kh);
     free(slot);
+    free(ord);
+    pf_pages_free(&g.pages);
     free(g.cand);
     qm_reqs_free(&q);
     qm_reqs_free(&pq);

@@ -25,10 +25,31 @@ typedef struct qm_reqs {
 QM_HIDDEN int qm_reqs_reserve(qm_reqs *q, size_t n);
 QM_HIDDEN void qm_reqs_free(qm_reqs *q);
 
-/* The prefetch stage's scratch, reused across blocks: entry reads, index page reads, and a
- * mark per operation (its lookup waits for the page batch). */
+/* One operation (prefetch stage) or key (batched reads) in the order they are looked up in
+ * (prefetch.c). */
+typedef struct qm_pf_op {
+    u64 key; /* the key hash's first 6 bytes, big-endian (the run pages' order) */
+    const qm_op *op;
+    size_t idx; /* batched reads: the key's index in the call */
+    unsigned shard;
+} qm_pf_op;
+
+/* Hybrid indexer: the bytes of one batch of run pages, handed to the lookups that follow
+ * (qm_hix_pages_use). */
+typedef struct qm_pf_pages {
+    u8 *data; /* QM_IX_PAGE bytes per page */
+    u8 *ok;   /* per page: it arrived whole */
+    qm_hix_pg *pg;
+    size_t cap;
+} qm_pf_pages;
+
+/* The prefetch stage's scratch, reused across blocks: entry reads, index page reads and
+ * their bytes, the operations in visiting order, and a mark per operation (its lookup waits
+ * for the page batch). */
 typedef struct qm_pf {
     qm_reqs ent, pg;
+    qm_pf_pages pages;
+    qm_pf_op *seq;
     u8 *mark;
     size_t mcap;
 } qm_pf;

@@ -4,11 +4,13 @@
  * in-memory indexer as the model: a bulk load, then random inserts/erasures/replacements with
  * 6-byte-prefix collisions and keys near run-page boundaries, comparing find/pred (as sets),
  * foreach and count across merges; the checkpoint round trip (blob, stale states, a flipped
- * byte in a record page, a missing file); an empty run (overlay only) and qm_hix_page_of.
+ * byte in a record page, a missing file); an empty run (overlay only) and qm_hix_page_of;
+ * run pages handed to the lookups in a batch (qm_hix_pages_use), whole, damaged or misplaced.
  */
 #include "../test.h"
 #include "codec.h"
 #include "hindex.h"
+#include "hindex_int.h"
 #include "indexer.h"
 
 #include <fcntl.h>
@@ -414,6 +416,107 @@ test_memo_full(qm_hindex *x)
     CHECK_EQ_U64(qm_hix_memo_bytes(x), small);
 }
 
+/* Run positions of kh's lookup with a fresh memo (so its run page is read). */
+static size_t
+find_fresh(qm_hindex *x, const u8 kh[32], u64 *out)
+{
+    size_t n = 0;
+    qm_hix_memo_reset(x);
+    CHECK_OK(qm_hix_find(x, kh, out, CAP, &n));
+    return n;
+}
+
+/* Looks up keys of eight other run pages, so the lookup thread's four page slots hold none
+ * of page `off`: at most three of them can be found in the slots, so at least five are
+ * admitted, in turn, to every slot. */
+static void
+flush_slots(qm_hindex *x, u64 off)
+{
+    u64 seen[8];
+    int n = 0;
+    for (u32 i = 0; i < nlive && n < 8; i++) {
+        const u8 *kh = khs[live_list[i]];
+        int fd;
+        u64 o;
+        if (!qm_hix_page_of(x, kh, &fd, &o) || o == off)
+            continue;
+        bool dup = false;
+        for (int k = 0; k < n; k++)
+            dup |= seen[k] == o;
+        if (dup)
+            continue;
+        seen[n++] = o;
+        (void)find_fresh(x, kh, ga);
+    }
+    CHECK(n == 8);
+}
+
+/* A lookup takes its run page from the batch when the batch holds it whole: a crafted page
+ * (one position changed, the CRC made to match) is what it reads. A damaged page, or another
+ * page's bytes under this page's offset, is not taken: the lookup reads the run's own. */
+static void
+test_pages(qm_hindex *x)
+{
+    /* A live key whose only record sits in the run page its lookup reads. */
+    int fd = -1;
+    u64 off = 0, pos = 0;
+    u8 pg[QM_HIX_PAGE], kh[32];
+    size_t at = SIZE_MAX;
+    for (u32 i = 0; i < nlive && at == SIZE_MAX; i++) {
+        memcpy(kh, khs[live_list[i]], 32);
+        if (qm_index_find(&ref, kh, gb, CAP) != 1 || !qm_hix_page_of(x, kh, &fd, &off))
+            continue;
+        REQUIRE(pread(fd, pg, sizeof(pg), (off_t)off) == (ssize_t)sizeof(pg));
+        for (size_t r = 0; r + 1 < QM_HIX_PER_PAGE; r++)
+            if (memcmp(pg + r * QM_HIX_REC, kh, 6) == 0 && rec_pos12(pg + r * QM_HIX_REC) == gb[0])
+                at = r;
+        pos = gb[0];
+    }
+    REQUIRE(at != SIZE_MAX);
+    u64 p = off / QM_HIX_PAGE - 1, fake = pos ^ ((u64)1 << 40);
+    u8 crafted[QM_HIX_PAGE], damaged[QM_HIX_PAGE], other[QM_HIX_PAGE];
+    memcpy(crafted, pg, sizeof(pg));
+    qm_put_u48be(crafted + at * QM_HIX_REC + 6, fake >> 3);
+    qm_put_u32le(crafted + QM_HIX_PAGE - 4, page_crc(crafted, p));
+    memcpy(damaged, crafted, sizeof(pg));
+    damaged[at * QM_HIX_REC + 7] ^= 0x10;
+    u64 o2 = off == QM_HIX_PAGE ? off + QM_HIX_PAGE : off - QM_HIX_PAGE; /* a neighbour */
+    REQUIRE(pread(fd, other, sizeof(other), (off_t)o2) == (ssize_t)sizeof(other));
+
+    const u8 *cases[3] = {crafted, damaged, other};
+    for (int c = 0; c < 3; c++) {
+        /* The batch holds the case's bytes under off, and a decoy under off's neighbour. */
+        u8 data[2 * QM_HIX_PAGE];
+        memcpy(data, cases[c], QM_HIX_PAGE);
+        memcpy(data + QM_HIX_PAGE, pg, QM_HIX_PAGE);
+        qm_hix_pg pgs[2] = {{qm_hix_pages_key(fd, off), 0}, {qm_hix_pages_key(fd, o2), 1}};
+        if (pgs[1].key < pgs[0].key) {
+            qm_hix_pg t = pgs[0];
+            pgs[0] = pgs[1];
+            pgs[1] = t;
+        }
+        qm_hix_pages b = {pgs, 2, data};
+        flush_slots(x, off);
+        qm_hix_pages_use(&b);
+        size_t n = find_fresh(x, kh, ga);
+        qm_hix_pages_use(NULL);
+        CHECK_EQ_U64(n, 1);
+        CHECK_EQ_U64(ga[0], c == 0 ? fake : pos);
+        /* Without the batch, once the slots have moved on: the run's own page again. */
+        flush_slots(x, off);
+        CHECK_EQ_U64(find_fresh(x, kh, ga), 1);
+        CHECK_EQ_U64(ga[0], pos);
+    }
+    /* A batch without the page: read from the run. */
+    qm_hix_pages none = {NULL, 0, NULL};
+    flush_slots(x, off);
+    qm_hix_pages_use(&none);
+    CHECK_EQ_U64(find_fresh(x, kh, ga), 1);
+    qm_hix_pages_use(NULL);
+    CHECK_EQ_U64(ga[0], pos);
+    qm_hix_memo_reset(x);
+}
+
 static void
 test_random(void)
 {
@@ -461,6 +564,7 @@ test_random(void)
            (u64)ref.count, qm_hix_merges(x), qm_hix_page_reads(x));
     test_install_after_block(x);
     test_memo_full(x);
+    test_pages(x);
 
     /* Checkpoint round trip. */
     qm_hix_state st = {77, 123456, 9876543, 1234, 5555, 3, {0}};
