@@ -279,13 +279,15 @@ qm_pf_free(qm_pf *pf)
 }
 
 /* Index pages read per batch before the lookups that wait for them (their bytes are held
- * until those lookups are done: 4 MiB). */
-#define PF_PAGE_CHUNK 1024u
+ * until those lookups are done: 1 MiB, which a small memory cgroup would otherwise give to
+ * the page cache). */
+#define PF_PAGE_CHUNK 256u
 
 /* Reads the queued index pages, then does the deferred lookups among operations
  * [from, to) of the visiting order. */
 static int
-pf_deferred(qm_pf *pf, qm_shard *shards, qm_rio *rio, size_t from, size_t to)
+pf_deferred(qm_pf *pf, qm_shard *shards, const qm_changeset *cs, qm_rio *rio, size_t from,
+            size_t to)
 {
     if (pf->pg.n == 0)
         return 0;
@@ -296,7 +298,8 @@ pf_deferred(qm_pf *pf, qm_shard *shards, qm_rio *rio, size_t from, size_t to)
     int rc = 0;
     for (size_t at = from; at < to && !rc; at++)
         if (pf->mark[at])
-            rc = pf_op(&pf->ent, &shards[pf->seq[at].shard], qm_rio_direct(rio), pf->seq[at].op);
+            rc = pf_op(&pf->ent, &shards[pf->seq[at].shard], qm_rio_direct(rio),
+                       &cs->ops[pf->seq[at].shard][pf->seq[at].idx]);
     qm_hix_pages_use(NULL);
     return rc;
 }
@@ -333,7 +336,7 @@ pf_order(qm_pf *pf, qm_shard *shards, const qm_changeset *cs, size_t total)
         size_t first = at;
         for (size_t k = 0; k < cs->n[i]; k++) {
             const qm_op *op = &cs->ops[i][k];
-            pf->seq[at++] = (qm_pf_op){.key = qm_get_u48be(op->kh), .op = op, .shard = i};
+            pf->seq[at++] = (qm_pf_op){.key = qm_get_u48be(op->kh), .idx = (u32)k, .shard = i};
         }
         if (shards[i].index.hyb && at - first > 1)
             qsort(pf->seq + first, at - first, sizeof(qm_pf_op), pf_key_cmp);
@@ -362,7 +365,7 @@ qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_pf *
     size_t from = 0;
     for (size_t at = 0; at < total; at++) {
         qm_shard *s = &shards[pf->seq[at].shard];
-        const qm_op *op = pf->seq[at].op;
+        const qm_op *op = &cs->ops[pf->seq[at].shard][pf->seq[at].idx];
         pf->mark[at] = 0;
         if (pf_seen(s, op))
             continue;
@@ -370,14 +373,14 @@ qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_pf *
             QM_RET(pf_queue_page(pq, s, op->kh));
             pf->mark[at] = 1;
             if (pq->n >= PF_PAGE_CHUNK) {
-                QM_RET(pf_deferred(pf, shards, rio, from, at + 1));
+                QM_RET(pf_deferred(pf, shards, cs, rio, from, at + 1));
                 from = at + 1;
             }
             continue;
         }
         QM_RET(pf_op(q, s, direct, op));
     }
-    QM_RET(pf_deferred(pf, shards, rio, from, total));
+    QM_RET(pf_deferred(pf, shards, cs, rio, from, total));
     return pf_run(q, rio, shards);
 }
 
@@ -570,6 +573,8 @@ int
 qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
             qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre, bool for_block)
 {
+    if (n > UINT32_MAX) /* keys are numbered in 32 bits (qm_pf_op) */
+        return QMDB_INVALID;
     u8(*kh)[32] = malloc(n * 32 + 1);
     gm_slot *slot = malloc(n * sizeof(*slot) + 1);
     qm_pf_op *ord = malloc(n * sizeof(*ord) + 1);
@@ -605,7 +610,7 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
         }
         rd[i].rc = 0;
         qm_sha256(rd[i].key, rd[i].klen, kh[i]);
-        ord[nk++] = (qm_pf_op){.key = qm_get_u48be(kh[i]), .idx = i};
+        ord[nk++] = (qm_pf_op){.key = qm_get_u48be(kh[i]), .idx = (u32)i};
     }
     if (rio && shards[0].index.hyb && nk > 1)
         qsort(ord, nk, sizeof(*ord), pf_key_cmp);

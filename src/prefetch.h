@@ -28,10 +28,9 @@ QM_HIDDEN void qm_reqs_free(qm_reqs *q);
 /* One operation (prefetch stage) or key (batched reads) in the order they are looked up in
  * (prefetch.c). */
 typedef struct qm_pf_op {
-    u64 key; /* the key hash's first 6 bytes, big-endian (the run pages' order) */
-    const qm_op *op;
-    size_t idx; /* batched reads: the key's index in the call */
-    unsigned shard;
+    u64 key;   /* the key hash's first 6 bytes, big-endian (the run pages' order) */
+    u32 idx;   /* the operation's index in its shard's changeset, or the key's in the call */
+    u32 shard; /* the operation's shard (prefetch stage) */
 } qm_pf_op;
 
 /* Hybrid indexer: the bytes of one batch of run pages, handed to the lookups that follow
