@@ -8,7 +8,9 @@
  * (until the batch meets one that is not: docs/DESIGN.md), and read the rest in one batch through
  * rio (io_uring at queue depth, or the pread pool). Every entry read lands in its shard's
  * warm cache, so the update stage or the lookups that follow find it in DRAM: one SSD read
- * per state access, issued many at a time.
+ * per state access, issued many at a time. With the hybrid indexer the keys are looked up in
+ * key-hash order, and the run pages they need that are not in the thread's page slots are read
+ * first, in batches whose bytes go to the lookups (qm_hix_pages_use).
  *
  * Thread: qm_prefetch_block runs on the committing thread in the update stage (writer lock
  * held); qm_get_many on any reader thread (reader lock held by the caller), a large one with a
