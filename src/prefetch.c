@@ -130,9 +130,8 @@ req_cmp(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* Sorts a batch of reads by shard (rio's requirement for its pread pool) and offset, drops
- * repeats (two keys of a batch may share a candidate or a predecessor), and runs it. */
-/* Sorts the requests and drops repeats. */
+/* Sorts a batch of reads by shard (rio's requirement for its pread pool) and offset, and
+ * drops repeats (two keys of a batch may share a candidate or a predecessor). */
 static void
 pf_sort_unique(qm_reqs *q)
 {
@@ -144,6 +143,7 @@ pf_sort_unique(qm_reqs *q)
     q->n = k;
 }
 
+/* Sorts a batch of reads, drops repeats, and runs it. */
 static int
 pf_run_with(qm_reqs *q, qm_rio *rio, qm_shard *shards, qm_rio_done done)
 {
@@ -362,8 +362,8 @@ qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changeset *cs, qm_pf *
      * the update stage reads. */
     for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
         QM_RET(qm_ix_memo_reserve(&shards[i].index, cs->n[i]));
-    /* Deferred lookups run a chunk at a time, so that the pages a chunk brought into the
-     * page cache are still there when its lookups read them (a small memory cgroup). */
+    /* Deferred lookups run a chunk at a time, so that the bytes of a chunk's pages are held
+     * only until its lookups are done (PF_PAGE_CHUNK). */
     size_t from = 0;
     for (size_t at = 0; at < total; at++) {
         qm_shard *s = &shards[pf->seq[at].shard];
