@@ -130,24 +130,22 @@ qm_hix_pages_key(int fd, u64 off)
     return (u64)fd << 40 | off / QM_HIX_PAGE;
 }
 
+int
+qm_hix_pg_cmp(const void *a, const void *b)
+{
+    u64 x = ((const qm_hix_pg *)a)->key, y = ((const qm_hix_pg *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
 /* The batch's bytes of the page at off in fd, or NULL. */
 static const u8 *
 pages_find(const qm_hix_pages *b, int fd, u64 off)
 {
-    u64 key = qm_hix_pages_key(fd, off);
-    size_t lo = 0, hi = b->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (b->pg[mid].key < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < b->n && b->pg[lo].key == key ? b->data + (size_t)b->pg[lo].slot * QM_HIX_PAGE
-                                             : NULL;
+    qm_hix_pg want = {qm_hix_pages_key(fd, off), 0};
+    const qm_hix_pg *g = b->n ? bsearch(&want, b->pg, b->n, sizeof(*g), qm_hix_pg_cmp) : NULL;
+    return g ? b->data + (size_t)g->slot * QM_HIX_PAGE : NULL;
 }
-/* Page p of run r, from this thread's cache or read (and checked). The pointer is valid
- * until this thread's next call. */
+
 /* This thread's cached copy of page p of run r, or NULL. */
 static const u8 *
 pc_find(const run *r, u64 p)
@@ -172,6 +170,8 @@ pc_admit(qm_hindex *x, const run *r, u64 p, pcache_ent *e)
     return true;
 }
 
+/* Page p of run r: from this thread's slots, from the batch in use (qm_hix_pages_use), or
+ * read; checked as it enters a slot. The pointer is valid until this thread's next call. */
 static int
 run_page(qm_hindex *x, const run *r, u64 p, const u8 **out, qm_err *err)
 {
@@ -186,8 +186,7 @@ run_page(qm_hindex *x, const run *r, u64 p, const u8 **out, qm_err *err)
         if (pc_admit(x, r, p, e)) {
             *out = e->p;
             return 0;
-        }
-        e->run_id = 0; /* damaged in the batch: read it again, and report what that finds */
+        } /* damaged in the batch: read it again below, and report what that finds */
     }
     if (r->map && qm_logs_fit()) { /* else mostly not resident: pread (hugefolio.h) */
         e->p = r->map + (p + 1) * QM_HIX_PAGE;

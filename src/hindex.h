@@ -105,7 +105,7 @@ QM_HIDDEN bool qm_hix_run_below(qm_hindex *x, u64 h, u64 *gen, u64 *first_h);
 QM_HIDDEN bool qm_hix_cached(qm_hindex *x, const u8 kh[32]);
 
 /* Run pages read in one batch ahead of the lookups that need them (prefetch.c): n pages
- * sorted by key = fd << 40 | offset / QM_HIX_PAGE; the bytes of page i at data + slot *
+ * sorted by key = fd << 40 | offset / QM_HIX_PAGE; the bytes of page i at data + pg[i].slot *
  * QM_HIX_PAGE. Pages that did not arrive whole are left out. */
 typedef struct qm_hix_pg {
     u64 key;
@@ -120,7 +120,9 @@ typedef struct qm_hix_pages {
  * into the thread's page slots and CRC-checked there; one that fails is read again. p must
  * outlive its use, and the runs must not change meanwhile (a reader or the writer lock). */
 QM_HIDDEN void qm_hix_pages_use(const qm_hix_pages *p);
+/* A page's key, and the order of a batch's pages (for qsort). */
 QM_HIDDEN u64 qm_hix_pages_key(int fd, u64 off);
+QM_HIDDEN int qm_hix_pg_cmp(const void *a, const void *b);
 
 /* The run page a lookup of kh reads first (for the prefetcher): its fd and byte offset.
  * False when the key needs no run page (empty run). */

@@ -143,40 +143,28 @@ pf_sort_unique(qm_reqs *q)
     q->n = k;
 }
 
-/* Sorts a batch of reads, drops repeats, and runs it. */
+/* Sorts a batch of entry reads, drops repeats, and runs it. */
 static int
-pf_run_with(qm_reqs *q, qm_rio *rio, qm_shard *shards, qm_rio_done done)
+pf_run(qm_reqs *q, qm_rio *rio, qm_shard *shards)
 {
     if (q->n == 0)
         return 0;
     pf_sort_unique(q);
-    return qm_rio_run(rio, q->r, q->n, done, shards);
+    return qm_rio_run(rio, q->r, q->n, pf_done, shards);
 }
 
-static int
-pf_run(qm_reqs *q, qm_rio *rio, qm_shard *shards)
-{
-    return pf_run_with(q, rio, shards, pf_done);
-}
-
-/* rio completion of an index page: its bytes go to the batch's slot (r->tag), for the
- * lookups that follow. Slots are distinct, so the pread pool's threads may fill them at once.
- * A page that fails or comes short is left out; its lookup reads it and reports the error. */
+/* rio completion of an index page: its bytes go to the batch's slot (r->tag) and its key
+ * to pg[r->tag], for the lookups that follow. Slots are distinct, so the pread pool's threads
+ * may fill them at once. A page that fails or comes short keeps the key UINT64_MAX (left out);
+ * its lookup reads it and reports the error. */
 static void
 pf_page_done(void *arg, const qm_rreq *r, const u8 *data, size_t got, int rc)
 {
     qm_pf_pages *pp = arg;
     if (rc == 0 && got == QM_IX_PAGE) {
         memcpy(pp->data + (size_t)r->tag * QM_IX_PAGE, data, QM_IX_PAGE);
-        pp->ok[r->tag] = 1;
+        pp->pg[r->tag].key = qm_hix_pages_key(r->fd, r->off);
     }
-}
-
-static int
-pf_pg_cmp(const void *a, const void *b)
-{
-    u64 x = ((const qm_hix_pg *)a)->key, y = ((const qm_hix_pg *)b)->key;
-    return x < y ? -1 : x > y;
 }
 
 /* Reads the queued run pages in one batch into pp; *view then finds them for the lookups
@@ -194,10 +182,6 @@ pf_run_pages(qm_reqs *q, qm_rio *rio, qm_pf_pages *pp, qm_hix_pages *view)
         if (!d)
             return -ENOMEM;
         pp->data = d;
-        u8 *ok = realloc(pp->ok, n);
-        if (!ok)
-            return -ENOMEM;
-        pp->ok = ok;
         qm_hix_pg *pg = realloc(pp->pg, n * sizeof(*pg));
         if (!pg)
             return -ENOMEM;
@@ -206,15 +190,13 @@ pf_run_pages(qm_reqs *q, qm_rio *rio, qm_pf_pages *pp, qm_hix_pages *view)
     }
     for (size_t i = 0; i < n; i++) {
         q->r[i].tag = i;
-        pp->ok[i] = 0;
+        pp->pg[i] = (qm_hix_pg){UINT64_MAX, (u32)i};
     }
     QM_RET(qm_rio_run(rio, q->r, n, pf_page_done, pp));
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (pp->ok[i])
-            pp->pg[k++] = (qm_hix_pg){qm_hix_pages_key(q->r[i].fd, q->r[i].off), (u32)i};
-    qsort(pp->pg, k, sizeof(*pp->pg), pf_pg_cmp);
-    *view = (qm_hix_pages){pp->pg, k, pp->data};
+    qsort(pp->pg, n, sizeof(*pp->pg), qm_hix_pg_cmp); /* the missing ones last */
+    while (n > 0 && pp->pg[n - 1].key == UINT64_MAX)
+        n--;
+    *view = (qm_hix_pages){pp->pg, n, pp->data};
     return 0;
 }
 
@@ -222,7 +204,6 @@ static void
 pf_pages_free(qm_pf_pages *pp)
 {
     free(pp->data);
-    free(pp->ok);
     free(pp->pg);
     memset(pp, 0, sizeof(*pp));
 }
@@ -315,8 +296,8 @@ pf_key_cmp(const void *a, const void *b)
 
 /* The block's operations shard by shard; with the hybrid indexer, each shard's in key-hash
  * order. Its run pages hold neighbouring key hashes, so the keys of one page are then looked
- * up one after another and all but the first find the page in the lookup thread's page slots
- * (hindex.c) instead of asking the kernel for it again. The changeset's own order (by
+ * up one after another, the page is queued for the batch once, and all but the first find it
+ * in the lookup thread's page slots (hindex.c). The changeset's own order (by
  * transaction, then key hash) puts them in arrival order when every operation is its own
  * transaction. Only the order of the lookups and reads changes: what they find does not. */
 static int

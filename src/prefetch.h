@@ -36,9 +36,8 @@ typedef struct qm_pf_op {
 /* Hybrid indexer: the bytes of one batch of run pages, handed to the lookups that follow
  * (qm_hix_pages_use). */
 typedef struct qm_pf_pages {
-    u8 *data; /* QM_IX_PAGE bytes per page */
-    u8 *ok;   /* per page: it arrived whole */
-    qm_hix_pg *pg;
+    u8 *data;      /* QM_IX_PAGE bytes per page */
+    qm_hix_pg *pg; /* per page its key, or UINT64_MAX until it has arrived whole */
     size_t cap;
 } qm_pf_pages;
 
