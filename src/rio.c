@@ -2,10 +2,13 @@
 /*
  * rio.c -- batched entry reads with io_uring or a pread thread pool (see rio.h).
  *
- * io_uring path: one ring of depth qd; each in-flight read owns one slot buffer of 8 KiB
- * (4 KiB aligned, enough for a 4 KiB read widened to alignment). Completions are handled on
- * the calling thread as they arrive and their slots reused, so memory stays qd * 8 KiB however
- * many reads a batch holds. A failed submission finishes the batch with pread.
+ * io_uring path: RIO_LANES lanes, each one ring of depth qd; each in-flight read owns one slot
+ * buffer of 8 KiB (4 KiB aligned, enough for a 4 KiB read widened to alignment). Completions
+ * are handled on the calling thread as they arrive and their slots reused, so memory stays
+ * RIO_LANES * qd * 8 KiB however many reads a batch holds. A failed submission finishes the
+ * batch with pread. A batch takes a free lane, so two threads' batches (a qmdb_get_many's
+ * index pages beside its helper's entry reads, or a reader's beside the prefetch stage's) are
+ * on the device at once instead of one waiting for the other to end.
  *
  * pread path: the shared worker pool runs one job per shard; each job reads its shard's
  * requests in order into its own buffer.
@@ -14,7 +17,7 @@
  * use when the batch started (qm_io.read_done), so that a test layer can inject read errors
  * into batched reads too.
  *
- * Thread: any; qm_rio_run calls are serialised by rio->mu.
+ * Thread: any; a lane runs one batch at a time (lane->mu), on its caller's thread.
  */
 #include "rio.h"
 
@@ -33,24 +36,32 @@
 #define RIO_ALIGN 4096u
 #define RIO_JOBS 16u
 #define RIO_PREAD_THREADS 8u
+#define RIO_LANES 2u
 
-struct qm_rio {
+typedef struct rio_lane {
     pthread_mutex_t mu;
-    bool uring, direct;
-    unsigned qd;
+    const qm_rio *r;
 #ifdef QMDB_HAVE_URING
     struct io_uring ring;
+    bool ring_on;
 #endif
     u8 *bufs; /* qd slot buffers (io_uring) or RIO_JOBS job buffers (pread) */
     u16 *free_slots;
-    qm_pool *pool;
-    u64 reads;
     /* The batch being run (guarded by mu, read by the pread jobs). */
     const qm_io *io;
     const qm_rreq *reqs;
     size_t start[RIO_JOBS + 1];
     qm_rio_done done;
     void *arg;
+} rio_lane;
+
+struct qm_rio {
+    bool uring, direct;
+    unsigned qd;
+    unsigned nlanes; /* RIO_LANES with io_uring; 1 with the pread pool, which is one pool */
+    qm_pool *pool;
+    u64 reads;
+    rio_lane lane[RIO_LANES];
 };
 
 /* The aligned window [*aoff, *aoff + *alen) covering a request. */
@@ -69,17 +80,17 @@ rio_window(const qm_rio *r, const qm_rreq *q, u64 *aoff, u32 *alen)
 
 /* Hands a finished read to the caller: res is the pread/io_uring result for the window. */
 static void
-rio_complete(qm_rio *r, const qm_rreq *q, const u8 *buf, u64 aoff, ssize_t res)
+rio_complete(const rio_lane *l, const qm_rreq *q, const u8 *buf, u64 aoff, ssize_t res)
 {
-    if (r->io->read_done)
-        res = r->io->read_done(q->fd, q->off, q->len, res);
+    if (l->io->read_done)
+        res = l->io->read_done(q->fd, q->off, q->len, res);
     if (res < 0) {
-        r->done(r->arg, q, NULL, 0, (int)res);
+        l->done(l->arg, q, NULL, 0, (int)res);
         return;
     }
     u64 skip = q->off - aoff;
     size_t got = (u64)res > skip ? (size_t)QM_MIN((u64)res - skip, (u64)q->len) : 0;
-    r->done(r->arg, q, buf + skip, got, 0);
+    l->done(l->arg, q, buf + skip, got, 0);
 }
 
 static ssize_t
@@ -102,72 +113,81 @@ rio_pread(int fd, u8 *buf, u32 len, u64 off)
 static int
 rio_job(void *arg, size_t i)
 {
-    qm_rio *r = arg;
-    u8 *buf = r->bufs + i * RIO_SLOT;
-    for (size_t k = r->start[i]; k < r->start[i + 1]; k++) {
-        const qm_rreq *q = &r->reqs[k];
+    const rio_lane *l = arg;
+    u8 *buf = l->bufs + i * RIO_SLOT;
+    for (size_t k = l->start[i]; k < l->start[i + 1]; k++) {
+        const qm_rreq *q = &l->reqs[k];
         u64 aoff;
         u32 alen;
-        rio_window(r, q, &aoff, &alen);
-        rio_complete(r, q, buf, aoff, rio_pread(q->fd, buf, alen, aoff));
+        rio_window(l->r, q, &aoff, &alen);
+        rio_complete(l, q, buf, aoff, rio_pread(q->fd, buf, alen, aoff));
     }
     return 0;
 }
 
 static int
-rio_run_pread(qm_rio *r, const qm_rreq *reqs, size_t n)
+rio_run_pread(rio_lane *l, const qm_rreq *reqs, size_t n)
 {
-    r->reqs = reqs;
+    l->reqs = reqs;
     size_t k = 0;
     for (unsigned s = 0; s <= RIO_JOBS; s++) {
         while (k < n && reqs[k].shard < s)
             k++;
-        r->start[s] = k;
+        l->start[s] = k;
     }
-    r->start[RIO_JOBS] = n;
-    return qm_pool_run(r->pool, RIO_JOBS, rio_job, r);
+    l->start[RIO_JOBS] = n;
+    return qm_pool_run(l->r->pool, RIO_JOBS, rio_job, l);
 }
 
 #ifdef QMDB_HAVE_URING
 static int
-rio_run_uring(qm_rio *r, const qm_rreq *reqs, size_t n)
+rio_run_uring(rio_lane *l, const qm_rreq *reqs, size_t n)
 {
+    const qm_rio *r = l->r;
     size_t next = 0, inflight = 0, nfree = r->qd;
     u64 aoffs[1024];
     for (unsigned i = 0; i < r->qd; i++)
-        r->free_slots[i] = (u16)i;
+        l->free_slots[i] = (u16)i;
     while (next < n || inflight > 0) {
         while (next < n && nfree > 0) {
-            struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+            struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
             if (!sqe)
                 break;
-            unsigned slot = r->free_slots[--nfree];
+            unsigned slot = l->free_slots[--nfree];
             u32 alen;
             rio_window(r, &reqs[next], &aoffs[slot], &alen);
-            io_uring_prep_read(sqe, reqs[next].fd, r->bufs + (size_t)slot * RIO_SLOT, alen,
+            io_uring_prep_read(sqe, reqs[next].fd, l->bufs + (size_t)slot * RIO_SLOT, alen,
                                aoffs[slot]);
             io_uring_sqe_set_data64(sqe, ((u64)next << 16) | slot);
             next++;
             inflight++;
         }
-        int rc = io_uring_submit_and_wait(&r->ring, 1);
+        int rc = io_uring_submit_and_wait(&l->ring, 1);
         if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
             /* The ring is unusable: finish what was queued but not completed, then the rest,
-             * with pread. Completions already reaped were handed over. */
+             * with pread (on this thread: the pread pool exists only without io_uring).
+             * Completions already reaped were handed over. */
             struct io_uring_cqe *cqe;
-            while (inflight > 0 && io_uring_wait_cqe(&r->ring, &cqe) == 0) {
+            while (inflight > 0 && io_uring_wait_cqe(&l->ring, &cqe) == 0) {
                 u64 d = io_uring_cqe_get_data64(cqe);
                 unsigned slot = d & 0xFFFF;
-                rio_complete(r, &reqs[d >> 16], r->bufs + (size_t)slot * RIO_SLOT, aoffs[slot],
+                rio_complete(l, &reqs[d >> 16], l->bufs + (size_t)slot * RIO_SLOT, aoffs[slot],
                              cqe->res);
-                io_uring_cqe_seen(&r->ring, cqe);
+                io_uring_cqe_seen(&l->ring, cqe);
                 inflight--;
             }
-            return next < n ? rio_run_pread(r, reqs + next, n - next) : 0;
+            for (; next < n; next++) {
+                u64 aoff;
+                u32 alen;
+                rio_window(r, &reqs[next], &aoff, &alen);
+                rio_complete(l, &reqs[next], l->bufs, aoff,
+                             rio_pread(reqs[next].fd, l->bufs, alen, aoff));
+            }
+            return 0;
         }
         struct io_uring_cqe *cqe;
         unsigned head, seen = 0;
-        io_uring_for_each_cqe(&r->ring, head, cqe)
+        io_uring_for_each_cqe(&l->ring, head, cqe)
         {
             u64 d = io_uring_cqe_get_data64(cqe);
             unsigned slot = d & 0xFFFF;
@@ -176,38 +196,50 @@ rio_run_uring(qm_rio *r, const qm_rreq *reqs, size_t n)
             if (res == -EAGAIN || res == -EINTR) { /* rare: retry synchronously */
                 u32 alen;
                 rio_window(r, q, &aoffs[slot], &alen);
-                res = rio_pread(q->fd, r->bufs + (size_t)slot * RIO_SLOT, alen, aoffs[slot]);
+                res = rio_pread(q->fd, l->bufs + (size_t)slot * RIO_SLOT, alen, aoffs[slot]);
             }
-            rio_complete(r, q, r->bufs + (size_t)slot * RIO_SLOT, aoffs[slot], res);
-            r->free_slots[nfree++] = (u16)slot;
+            rio_complete(l, q, l->bufs + (size_t)slot * RIO_SLOT, aoffs[slot], res);
+            l->free_slots[nfree++] = (u16)slot;
             inflight--;
             seen++;
         }
-        io_uring_cq_advance(&r->ring, seen);
+        io_uring_cq_advance(&l->ring, seen);
     }
     return 0;
 }
 
 static bool
-rio_probe(qm_rio *r)
+rio_probe(rio_lane *l, unsigned qd)
 {
-    if (io_uring_queue_init(r->qd, &r->ring, 0) != 0)
+    if (io_uring_queue_init(qd, &l->ring, 0) != 0)
         return false;
-    struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
     struct io_uring_cqe *cqe = NULL;
     bool ok = false;
     if (sqe) {
         io_uring_prep_nop(sqe);
-        if (io_uring_submit_and_wait(&r->ring, 1) == 1 && io_uring_peek_cqe(&r->ring, &cqe) == 0) {
+        if (io_uring_submit_and_wait(&l->ring, 1) == 1 && io_uring_peek_cqe(&l->ring, &cqe) == 0) {
             ok = cqe->res == 0;
-            io_uring_cqe_seen(&r->ring, cqe);
+            io_uring_cqe_seen(&l->ring, cqe);
         }
     }
     if (!ok)
-        io_uring_queue_exit(&r->ring);
+        io_uring_queue_exit(&l->ring);
+    l->ring_on = ok;
     return ok;
 }
 #endif
+
+static int
+rio_lane_bufs(rio_lane *l, size_t nbufs, unsigned qd)
+{
+    if (posix_memalign((void **)&l->bufs, RIO_ALIGN, nbufs * RIO_SLOT) != 0) {
+        l->bufs = NULL;
+        return -ENOMEM;
+    }
+    l->free_slots = malloc(qd * sizeof(u16));
+    return l->free_slots ? 0 : -ENOMEM;
+}
 
 int
 qm_rio_new(unsigned qd, bool direct, int uring, qm_rio **out)
@@ -216,24 +248,28 @@ qm_rio_new(unsigned qd, bool direct, int uring, qm_rio **out)
     qm_rio *r = calloc(1, sizeof(*r));
     if (!r)
         return -ENOMEM;
-    pthread_mutex_init(&r->mu, NULL);
+    for (unsigned i = 0; i < RIO_LANES; i++) {
+        pthread_mutex_init(&r->lane[i].mu, NULL);
+        r->lane[i].r = r;
+    }
     r->direct = direct;
     r->qd = QM_MAX(1u, QM_MIN(qd, 1024u));
+    r->nlanes = 1;
     const char *env = getenv("QMDB_NO_URING");
 #ifdef QMDB_HAVE_URING
-    if (uring == 1 || (uring < 0 && !(env && atoi(env) != 0)))
-        r->uring = rio_probe(r);
+    if (uring == 1 || (uring < 0 && !(env && atoi(env) != 0))) {
+        r->uring = rio_probe(&r->lane[0], r->qd);
+        /* Further lanes where the kernel gives them; one is enough to run. */
+        while (r->uring && r->nlanes < RIO_LANES && rio_probe(&r->lane[r->nlanes], r->qd))
+            r->nlanes++;
+    }
 #else
     (void)env;
     (void)uring;
 #endif
-    size_t nbufs = r->uring ? r->qd : RIO_JOBS;
     int rc = 0;
-    if (posix_memalign((void **)&r->bufs, RIO_ALIGN, nbufs * RIO_SLOT) != 0)
-        rc = -ENOMEM;
-    r->free_slots = malloc(r->qd * sizeof(u16));
-    if (!rc && !r->free_slots)
-        rc = -ENOMEM;
+    for (unsigned i = 0; i < r->nlanes && !rc; i++)
+        rc = rio_lane_bufs(&r->lane[i], r->uring ? r->qd : RIO_JOBS, r->qd);
     if (!rc && !r->uring)
         rc = qm_pool_new(RIO_PREAD_THREADS, &r->pool);
     if (rc) {
@@ -249,14 +285,17 @@ qm_rio_free(qm_rio *r)
 {
     if (!r)
         return;
+    for (unsigned i = 0; i < RIO_LANES; i++) {
+        rio_lane *l = &r->lane[i];
 #ifdef QMDB_HAVE_URING
-    if (r->uring)
-        io_uring_queue_exit(&r->ring);
+        if (l->ring_on)
+            io_uring_queue_exit(&l->ring);
 #endif
+        free(l->bufs);
+        free(l->free_slots);
+        pthread_mutex_destroy(&l->mu);
+    }
     qm_pool_free(r->pool);
-    free(r->bufs);
-    free(r->free_slots);
-    pthread_mutex_destroy(&r->mu);
     free(r);
 }
 
@@ -272,6 +311,12 @@ qm_rio_direct(const qm_rio *r)
     return r->direct;
 }
 
+unsigned
+qm_rio_lanes(const qm_rio *r)
+{
+    return r->nlanes;
+}
+
 u64
 qm_rio_reads(const qm_rio *r)
 {
@@ -283,17 +328,25 @@ qm_rio_run(qm_rio *r, const qm_rreq *reqs, size_t n, qm_rio_done done, void *arg
 {
     if (n == 0)
         return 0;
-    pthread_mutex_lock(&r->mu);
-    r->done = done;
-    r->arg = arg;
-    r->io = qm_io_get();
+    /* The first free lane; when all are busy, the first one's queue. */
+    rio_lane *l = NULL;
+    for (unsigned i = 0; i < r->nlanes && !l; i++)
+        if (pthread_mutex_trylock(&r->lane[i].mu) == 0)
+            l = &r->lane[i];
+    if (!l) {
+        l = &r->lane[0];
+        pthread_mutex_lock(&l->mu);
+    }
+    l->done = done;
+    l->arg = arg;
+    l->io = qm_io_get();
     __atomic_fetch_add(&r->reads, n, __ATOMIC_RELAXED);
     int rc;
 #ifdef QMDB_HAVE_URING
-    rc = r->uring ? rio_run_uring(r, reqs, n) : rio_run_pread(r, reqs, n);
+    rc = r->uring ? rio_run_uring(l, reqs, n) : rio_run_pread(l, reqs, n);
 #else
-    rc = rio_run_pread(r, reqs, n);
+    rc = rio_run_pread(l, reqs, n);
 #endif
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_unlock(&l->mu);
     return rc;
 }

@@ -13,8 +13,10 @@
  * in the environment, or a failed probe, selects the pread pool. Both paths deliver the same
  * bytes; tests run both.
  *
- * Thread: qm_rio_run may be called from any thread; calls are serialised by an internal
- * mutex (one ring per database).
+ * Thread: qm_rio_run may be called from any thread. With io_uring a call takes one of two
+ * lanes (a ring each), so two threads' batches run at once and a third waits; the pread pool
+ * runs one batch at a time. Completions of two batches may therefore run at the same time, on
+ * their callers' threads: a done callback must be safe for that.
  */
 #ifndef QM_RIO_H
 #define QM_RIO_H
@@ -44,6 +46,9 @@ QM_HIDDEN void qm_rio_free(qm_rio *r);
 /* True when io_uring is in use (false: the pread pool). */
 QM_HIDDEN bool qm_rio_uring(const qm_rio *r);
 QM_HIDDEN bool qm_rio_direct(const qm_rio *r);
+/* Batches that can run at once: 2 with io_uring (1 where the kernel gave one ring), 1 with the
+ * pread pool. */
+QM_HIDDEN unsigned qm_rio_lanes(const qm_rio *r);
 /* Performs every request, calling done once for each. Returns 0 or a setup error (-ENOMEM). */
 QM_HIDDEN int qm_rio_run(qm_rio *r, const qm_rreq *reqs, size_t n, qm_rio_done done, void *arg);
 /* Reads issued so far (a statistic). */
