@@ -42,8 +42,7 @@ typedef struct rio_lane {
     pthread_mutex_t mu;
     const qm_rio *r;
 #ifdef QMDB_HAVE_URING
-    struct io_uring ring;
-    bool ring_on;
+    struct io_uring ring; /* set up iff r->uring and the lane is below r->nlanes */
 #endif
     u8 *bufs; /* qd slot buffers (io_uring) or RIO_JOBS job buffers (pread) */
     u16 *free_slots;
@@ -110,18 +109,23 @@ rio_pread(int fd, u8 *buf, u32 len, u64 off)
     return (ssize_t)done;
 }
 
+/* Reads requests [from, to) one after another with pread into buf (one slot). */
+static void
+rio_pread_range(const rio_lane *l, const qm_rreq *reqs, size_t from, size_t to, u8 *buf)
+{
+    for (size_t k = from; k < to; k++) {
+        u64 aoff;
+        u32 alen;
+        rio_window(l->r, &reqs[k], &aoff, &alen);
+        rio_complete(l, &reqs[k], buf, aoff, rio_pread(reqs[k].fd, buf, alen, aoff));
+    }
+}
+
 static int
 rio_job(void *arg, size_t i)
 {
     const rio_lane *l = arg;
-    u8 *buf = l->bufs + i * RIO_SLOT;
-    for (size_t k = l->start[i]; k < l->start[i + 1]; k++) {
-        const qm_rreq *q = &l->reqs[k];
-        u64 aoff;
-        u32 alen;
-        rio_window(l->r, q, &aoff, &alen);
-        rio_complete(l, q, buf, aoff, rio_pread(q->fd, buf, alen, aoff));
-    }
+    rio_pread_range(l, l->reqs, l->start[i], l->start[i + 1], l->bufs + i * RIO_SLOT);
     return 0;
 }
 
@@ -176,13 +180,7 @@ rio_run_uring(rio_lane *l, const qm_rreq *reqs, size_t n)
                 io_uring_cqe_seen(&l->ring, cqe);
                 inflight--;
             }
-            for (; next < n; next++) {
-                u64 aoff;
-                u32 alen;
-                rio_window(r, &reqs[next], &aoff, &alen);
-                rio_complete(l, &reqs[next], l->bufs, aoff,
-                             rio_pread(reqs[next].fd, l->bufs, alen, aoff));
-            }
+            rio_pread_range(l, reqs, next, n, l->bufs);
             return 0;
         }
         struct io_uring_cqe *cqe;
@@ -225,7 +223,6 @@ rio_probe(rio_lane *l, unsigned qd)
     }
     if (!ok)
         io_uring_queue_exit(&l->ring);
-    l->ring_on = ok;
     return ok;
 }
 #endif
@@ -288,7 +285,7 @@ qm_rio_free(qm_rio *r)
     for (unsigned i = 0; i < RIO_LANES; i++) {
         rio_lane *l = &r->lane[i];
 #ifdef QMDB_HAVE_URING
-        if (l->ring_on)
+        if (r->uring && i < r->nlanes)
             io_uring_queue_exit(&l->ring);
 #endif
         free(l->bufs);

@@ -39,7 +39,7 @@ on_done(void *arg, const qm_rreq *r, const u8 *data, size_t n, int rc)
 }
 
 /* NREQ requests spread over 16 shards (sorted by shard, as rio asks), the last one past the
- * end of the file and one with a closed descriptor. */
+ * end of the file and one with a descriptor that is not open. */
 static void
 make_reqs(qm_rreq *q, int fd, uint64_t seed)
 {
