@@ -91,13 +91,15 @@ db_get_one(qmdb_db *db, const void *key, size_t klen, void *buf, size_t cap, siz
     if (committed) {
         u64 durable = __atomic_load_n(&db->durable, __ATOMIC_ACQUIRE);
         for (u64 h = durable + 1; h <= db->submitted && h <= durable + 2; h++) {
-            const u8 *v;
-            u32 vl;
-            int got = qm_undo_get(&db->undo[h & 1][s->id], kh, &v, &vl);
+            u64 ppos;
+            int got = qm_undo_get(&db->undo[h & 1][s->id], kh, &ppos);
             if (got < 0)
                 continue;
-            int rc = got == 0 ? QMDB_NOTFOUND : get_value(v, vl, buf, cap, vlen);
+            int rc = got == 0 ? QMDB_NOTFOUND : qm_shard_read_pre(s, ppos, key, (u32)klen, &eb, &e);
+            if (got > 0 && !rc)
+                rc = get_value(e.value, e.vlen, buf, cap, vlen);
             pthread_rwlock_unlock(&db->rw);
+            qm_ebuf_free(&eb);
             return rc;
         }
     }

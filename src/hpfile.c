@@ -199,16 +199,6 @@ qm_hpfile_resident(const qm_hpfile *f, u64 pos, size_t len)
     return len && qm_io_resident(qm_hpfile_view(f, pos, len), len);
 }
 
-bool
-qm_hpfile_read_resident(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got)
-{
-    *got = 0;
-    len = qm_hpfile_span(f, pos, len);
-    int fd = -1;
-    return len && qm_io_get() == qm_io_posix() && seg_fd(f, pos / f->seg_size, false, &fd) == 0 &&
-           qm_io_pread_nowait(fd, out, len, pos % f->seg_size, got) == 0;
-}
-
 size_t
 qm_hpfile_span(const qm_hpfile *f, u64 pos, size_t len)
 {

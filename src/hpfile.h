@@ -107,12 +107,6 @@ QM_HIDDEN const u8 *qm_hpfile_view(const qm_hpfile *f, u64 pos, size_t len);
  * batched read skips such bytes: the reader takes them from the mapping, with no system call
  * and no copy. */
 QM_HIDDEN bool qm_hpfile_resident(const qm_hpfile *f, u64 pos, size_t len);
-/* Reads up to len bytes at pos (within pos's segment and the flushed part) only as far as
- * they are in the page cache: preadv2 with RWF_NOWAIT, which never waits for the device.
- * *got: the bytes read from pos (0 when its page is not resident). False when the question
- * cannot be asked this way (no RWF_NOWAIT for buffered reads here, a test I/O layer, pos
- * outside [head, flushed), an I/O error): the caller asks another way. */
-QM_HIDDEN bool qm_hpfile_read_resident(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got);
 /* How many of the len bytes from pos one view could cover: those flushed and within pos's
  * segment (0 when pos is outside [head, flushed]). */
 QM_HIDDEN size_t qm_hpfile_span(const qm_hpfile *f, u64 pos, size_t len);

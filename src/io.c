@@ -15,7 +15,6 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 static int
@@ -153,35 +152,6 @@ qm_io_resident(const void *addr, size_t len)
         done += k;
     }
     return true;
-}
-
-/* Cleared for the process when the kernel or the file system refuses RWF_NOWAIT. */
-static int io_nowait_ok = 1;
-
-bool
-qm_io_nowait_ok(void)
-{
-    return __atomic_load_n(&io_nowait_ok, __ATOMIC_RELAXED);
-}
-
-int
-qm_io_pread_nowait(int fd, void *buf, size_t len, u64 off, size_t *got)
-{
-    *got = 0;
-    if (!qm_io_nowait_ok())
-        return -EOPNOTSUPP;
-    struct iovec iov = {buf, len};
-    ssize_t n = preadv2(fd, &iov, 1, (off_t)off, RWF_NOWAIT);
-    if (n >= 0) {
-        *got = (size_t)n;
-        return 0;
-    }
-    int e = errno;
-    if (e == EAGAIN || e == EWOULDBLOCK)
-        return 0;
-    if (e == EOPNOTSUPP || e == ENOSYS || e == EINVAL)
-        __atomic_store_n(&io_nowait_ok, 0, __ATOMIC_RELAXED);
-    return -e;
 }
 
 void

@@ -56,12 +56,6 @@ QM_HIDDEN bool qm_io_resident(const void *addr, size_t len);
 /* How many residency questions (qm_io_resident with a range) the calling thread has asked;
  * tests use it to see that a trusted path stopped asking. */
 QM_HIDDEN u64 qm_io_resident_asks(void);
-/* Reads up to len bytes at off of fd only as far as they are in the page cache (preadv2 with
- * RWF_NOWAIT: never waits for the device; POSIX files only, not through a test I/O layer).
- * 0 with *got the bytes read (0 when the first page is not resident), or -errno. Where the
- * kernel or file system refuses RWF_NOWAIT, qm_io_nowait_ok turns false for the process. */
-QM_HIDDEN int qm_io_pread_nowait(int fd, void *buf, size_t len, u64 off, size_t *got);
-QM_HIDDEN bool qm_io_nowait_ok(void);
 
 /* Starts loading [addr, addr + len), a range of a mapping, into the CPU caches: one prefetch
  * per 4 KiB page. The hardware prefetchers follow a stream only within a page, so a copy of a

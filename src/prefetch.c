@@ -532,24 +532,27 @@ gm_lookup(gm_ctx *g, size_t i)
     return 0;
 }
 
-/* Answers a read from the in-flight blocks' pre-images; false if none holds the key. */
-static bool
-gm_pre(qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre, unsigned shard, const u8 kh[32],
-       qmdb_read *r)
+/* Answers a read from the in-flight blocks' pre-images (the entry each records, read into b);
+ * 0 if none holds the key, 1 if answered, or a negative error. */
+static int
+gm_pre(qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre, qm_shard *s, const u8 kh[32],
+       qm_ebuf *b, qmdb_read *r)
 {
     for (unsigned k = 0; k < npre; k++) {
-        const u8 *v;
-        u32 vl;
-        int got = qm_undo_get(pre[k][shard], kh, &v, &vl);
+        u64 pos;
+        int got = qm_undo_get(pre[k][s->id], kh, &pos);
         if (got < 0)
             continue;
-        if (got == 0)
+        if (got == 0) {
             r->rc = QMDB_NOTFOUND;
-        else
-            gm_value(r, v, vl);
-        return true;
+            return 1;
+        }
+        qm_entry e;
+        QM_RET(qm_shard_read_pre(s, pos, r->key, (u32)r->klen, b, &e));
+        gm_value(r, e.value, e.vlen);
+        return 1;
     }
-    return false;
+    return 0;
 }
 
 int
@@ -603,7 +606,12 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
     for (size_t j = 0; j < nk; j++) {
         size_t i = ord[j].idx;
         qm_shard *s = &shards[qm_shard_of(kh[i])];
-        if (npre && gm_pre(pre, npre, s->id, kh[i], &rd[i])) {
+        int pr = npre ? gm_pre(pre, npre, s, kh[i], &b, &rd[i]) : 0;
+        if (pr < 0) {
+            rc = pr;
+            goto out;
+        }
+        if (pr) {
             slot[i].n = GM_ANSWERED;
         } else if (rio && !qm_ix_cached(&s->index, kh[i])) {
             QM_TRY(pf_queue_page(&pq, s, kh[i]));

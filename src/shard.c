@@ -133,9 +133,17 @@ enum {
     RD_VIEW,    /* as RD_CLIENT, but an entry served by the mapping is decoded in place */
 };
 
-/* Entries longer than this are read through the mapping only when all their pages are in the
- * page cache (mincore): a fault on the mapping (MADV_RANDOM) reads one page, so a long entry
- * that is not resident would cost a device read per page, where one pread reads it whole. */
+/* Long entries: those over this many bytes. A client never reads one through the mapping,
+ * nor does the update stage while the logs fit in memory (qm_logs_fit); one pread through the
+ * page cache reads the entry whole. Through the mapping, an entry not yet in the process's
+ * page tables (every entry, on its first read after it was written) costs a page fault per
+ * 64 KiB (fault-around) plus a mincore question, where a pread costs one system call and the
+ * same copy (64 KiB values uncapped, three alternating pairs: updates 6,178-6,517/s against
+ * 4,762-4,900, reads 93,552-98,174 against 69,623-80,898; docs/BENCH.md, "Long entries: one
+ * pread"). When the logs do not fit, the update stage still reads a long entry through the
+ * mapping if all its pages are resident (mincore), and else with pread: there a pread of
+ * resident pages starts the kernel's readahead past the entry, which the MADV_RANDOM mapping
+ * does not (64 KiB values in 128 MiB: deletes read 367 KB per delete instead of 64 KB). */
 #define SHARD_MAP_MAX 4096
 
 /* Whether the header of the entry at pos, mapped at h, may be touched. A fault on the
@@ -143,12 +151,11 @@ enum {
  * client read of an entry whose first seen_len bytes would run onto another page touches the
  * mapping only if the header's page is resident: else one pread (sized to seen_len) reads all
  * of it, where the mapping would cost a fault for the header's page and then one for the
- * next, one after the other. The update stage asks only where seen_len is over a page (its
- * entries were prefetched). Where seen_len is over SHARD_MAP_MAX, the question covers the
- * first seen_len bytes (as far as the segment goes), not just the header: the entry is
- * usually that long, and then that one question is all a long read asks. A client read that
- * trusts the shard's pages (trusted) does not ask. *asked: how many bytes from pos the
- * question covered (0: none asked). */
+ * next, one after the other. The update stage asks only where seen_len is over SHARD_MAP_MAX
+ * (its entries were prefetched), and then about the first seen_len bytes (as far as the
+ * segment goes), not just the header: the entry is usually that long, and then that one
+ * question is all its read asks. A client read that trusts the shard's pages (trusted) does
+ * not ask. *asked: how many bytes from pos the question covered (0: none asked). */
 static bool
 shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who, bool trusted, size_t *asked)
 {
@@ -163,89 +170,52 @@ shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who, bool trusted, size_t
     return qm_hpfile_resident(&s->entries, pos, *asked);
 }
 
-/* A client read of a shard of long entries (seen_len over SHARD_MAP_MAX) that does not trust
- * the shard's pages asks whether the entry is resident by reading its first seen_len bytes
- * from the page cache alone (qm_hpfile_read_resident) into b: one system call answers and
- * brings the entry. Asking mincore and then reading through the mapping costs the question
- * plus page faults (one per 64 KiB, fault-around) wherever the entry is not yet in the
- * process's page tables, as every entry is on its first read: about 40 µs against 9 µs for a
- * first read of a 64 KiB value on this machine (docs/BENCH.md, "64 KiB values"). The answer
- * feeds the shard's trust counter. Only until the counter holds trust: then most reads skip
- * the question and use the mapping, and the sampled question is mincore again, which costs
- * less than a read into b (no copy, no allocation). 1: decoded from b; 0: not resident, or
- * longer than what was read (the caller reads with pread). *asked is false when the question
- * cannot be asked this way (the caller asks mincore). */
-static int
-shard_read_nowait(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, bool *asked)
-{
-    qm_hpfile *f = &s->entries;
-    size_t n = qm_hpfile_span(f, pos, QM_MAX(qm_shard_seen_len(s), (u32)QM_ENTRY_FIXED + 3)), got;
-    QM_RET(ebuf_reserve(b, n));
-    *asked = qm_hpfile_read_resident(f, pos, b->p, n, &got);
-    if (!*asked)
-        return 0;
-    u32 len = got >= QM_ENTRY_FIXED + 3 ? qm_entry_len_from_header(b->p) : 0;
-    /* All that was asked for is resident, or all of the entry is. */
-    qm_trust_note(&s->res, got == n || (len && len <= got));
-    if (!len || len > got)
-        return 0;
-    qm_shard_saw_len(s, len);
-    if (qm_entry_decode(b->p, len, e) != 0)
-        return QM_CORRUPT(s->err, "shard %u entry log: malformed entry at offset %" PRIu64, s->id,
-                          pos);
-    return 1;
-}
-
 /* Decodes the entry at pos from the log's read mapping (hpfile.h): 1 when done, 0 when the
- * mapping cannot serve it (unmapped, buffered, across a segment end, or not resident where
- * that matters: shard_may_touch, and long entries: every page of one is asked about, by the
- * updater always, by a client unless the shard's counter s->res trusts its pages). Client
- * reads feed that counter once per read, so a shard trusts its pages after QM_TRUST_RUN reads
- * in a row found them resident, and then asks in one read of QM_TRUST_EVERY (later of
- * QM_TRUST_LONG_EVERY; io.h). who:
- * RD_VIEW decodes in place (e points into the mapping, valid under the database's reader
- * lock); else the entry is copied into b. A client read that shard_read_nowait serves
- * decodes from b whatever who is. */
+ * mapping cannot serve it (unmapped, buffered, across a segment end, a long entry that goes
+ * to pread: SHARD_MAP_MAX, or pages that may not be touched: shard_may_touch, and every page
+ * of a long entry the update stage reads). Client reads feed the shard's counter s->res once
+ * per read, so a shard trusts its pages after QM_TRUST_RUN reads in a row found them
+ * resident, and then asks in one read of QM_TRUST_EVERY (later of QM_TRUST_LONG_EVERY;
+ * io.h). who: RD_VIEW decodes in place (e points into the mapping, valid under the database's
+ * reader lock); else the entry is copied into b. */
 static int
 shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
 {
     qm_hpfile *f = &s->entries;
-    if (who != RD_UPDATER && !qm_logs_fit())
+    bool fit = qm_logs_fit();
+    if (who != RD_UPDATER && !fit)
         return 0; /* mostly not resident: pread (hugefolio.h) */
+    bool long_to_pread = who != RD_UPDATER || fit;
+    if (long_to_pread && qm_shard_seen_len(s) > SHARD_MAP_MAX)
+        return 0;
     const u8 *h = qm_hpfile_view(f, pos, QM_ENTRY_FIXED + 3);
     if (!h)
         return 0;
-    /* One decision per client read: trusted, or every question asked and the answers (all
-     * yes, or the first no) noted once. The updater's answers are not noted. */
+    /* One decision per client read: trusted, or the question asked and its answer noted once.
+     * The updater's answers are not noted. */
     bool trusted = who != RD_UPDATER && qm_trust_skip(&s->res);
     bool note = who != RD_UPDATER;
     size_t asked;
-    if (note && !qm_trust_held(&s->res) && qm_shard_seen_len(s) > SHARD_MAP_MAX) {
-        bool nowait;
-        int m = shard_read_nowait(s, pos, b, e, &nowait);
-        if (nowait || m < 0)
-            return m;
-    }
     if (!shard_may_touch(s, pos, h, who, trusted, &asked)) {
-        if (asked && note)
+        if (note)
             qm_trust_note(&s->res, false);
         return 0;
     }
+    if (asked && note)
+        qm_trust_note(&s->res, true);
     u32 len = qm_entry_len_from_header(h);
+    if (len > SHARD_MAP_MAX && long_to_pread) { /* the shard's first long entry */
+        qm_shard_saw_len(s, len);
+        return 0;
+    }
     const u8 *p = qm_hpfile_view(f, pos, len);
     if (!p)
         return 0;
     qm_shard_saw_len(s, len);
-    if (len > SHARD_MAP_MAX)
-        qm_io_prefetch(p, len); /* the decode's look at the tail and the copy find it loading */
-    if (len > SHARD_MAP_MAX && !trusted && len > asked) {
-        bool in = qm_hpfile_resident(f, pos, len);
-        if (note)
-            qm_trust_note(&s->res, in);
-        if (!in)
+    if (len > SHARD_MAP_MAX) { /* the update stage, logs not fitting */
+        if (len > asked && !qm_hpfile_resident(f, pos, len))
             return 0;
-    } else if (asked && note) {
-        qm_trust_note(&s->res, true);
+        qm_io_prefetch(p, len); /* the decode's look at the tail and the copy find it loading */
     }
     if (who != RD_VIEW) {
         QM_RET(ebuf_reserve(b, len));
@@ -316,6 +286,18 @@ int
 qm_shard_read_entry_client(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e)
 {
     return shard_read_entry(s, pos, b, e, RD_CLIENT);
+}
+
+int
+qm_shard_read_pre(qm_shard *s, u64 pos, const u8 *key, u32 klen, qm_ebuf *b, qm_entry *e)
+{
+    QM_RET(shard_read_entry(s, pos, b, e, RD_CLIENT));
+    if (e->klen != klen || memcmp(e->key, key, klen) != 0)
+        return QM_CORRUPT(s->err,
+                          "shard %u: the entry a key had before an in-flight block (offset %" PRIu64
+                          ") holds another key",
+                          s->id, pos);
+    return 0;
 }
 
 /* Key hash of a decoded entry. */
@@ -646,7 +628,7 @@ shard_op(qm_shard *s, const qm_op *op)
         return rc;
     bool found = (rc == 0);
     if (s->undo) /* the key's value before the block, for readers of the durable state */
-        QM_RET(qm_undo_put(s->undo, op->kh, found ? e.value : NULL, found ? e.vlen : 0));
+        QM_RET(qm_undo_put(s->undo, op->kh, found ? epos : QM_UNDO_ABSENT));
     if (op->vlen > 0 && found) { /* update */
         u64 dsn = e.sn;
         QM_RET(shard_append(s, K_UPDATE, op->key, op->klen, op->val, op->vlen, e.next_key_hash,

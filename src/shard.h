@@ -245,6 +245,10 @@ QM_HIDDEN void qm_shard_saw_len(qm_shard *s, u32 len);
 /* qm_shard_read_entry for readers outside the update stage (proofs): the log's read mapping
  * first (no lock, no system call), then the warm cache and pread. */
 QM_HIDDEN int qm_shard_read_entry_client(qm_shard *s, u64 pos, qm_ebuf *buf, qm_entry *e);
+/* qm_shard_read_entry_client of the entry a key had before an in-flight block (undo.h), at
+ * pos; QMDB_CORRUPT when the entry there holds another key. */
+QM_HIDDEN int qm_shard_read_pre(qm_shard *s, u64 pos, const u8 *key, u32 klen, qm_ebuf *buf,
+                                qm_entry *e);
 
 QM_HIDDEN void qm_ebuf_free(qm_ebuf *b);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * undo.c -- a block's pre-images (see undo.h): open addressing on the key hash, values in a
- * bump arena reused from block to block.
+ * undo.c -- a block's pre-images (see undo.h): open addressing on the key hash, a table reused
+ * from block to block.
  */
 #include "undo.h"
 
@@ -19,9 +19,8 @@ void
 qm_undo_free(qm_undo *u)
 {
     free(u->kh);
-    free(u->val);
+    free(u->pos);
     free(u->used);
-    free(u->arena);
     memset(u, 0, sizeof(*u));
 }
 
@@ -31,13 +30,12 @@ qm_undo_clear(qm_undo *u)
     if (u->n)
         memset(u->used, 0, u->cap * sizeof(bool));
     u->n = 0;
-    u->alen = 0;
 }
 
 u64
 qm_undo_dram_bytes(const qm_undo *u)
 {
-    return (u64)u->cap * (32 + sizeof(u64) + sizeof(bool)) + u->acap;
+    return (u64)u->cap * (32 + sizeof(u64) + sizeof(bool));
 }
 
 static int
@@ -46,11 +44,11 @@ undo_grow(qm_undo *u)
     size_t cap = u->cap ? u->cap * 2 : 256;
     qm_undo nu = {0};
     nu.kh = malloc(cap * 32);
-    nu.val = malloc(cap * sizeof(u64));
+    nu.pos = malloc(cap * sizeof(u64));
     nu.used = calloc(cap, sizeof(bool));
-    if (!nu.kh || !nu.val || !nu.used) {
+    if (!nu.kh || !nu.pos || !nu.used) {
         free(nu.kh);
-        free(nu.val);
+        free(nu.pos);
         free(nu.used);
         return -ENOMEM;
     }
@@ -61,21 +59,21 @@ undo_grow(qm_undo *u)
         while (nu.used[j])
             j = (j + 1) & (cap - 1);
         memcpy(nu.kh[j], u->kh[i], 32);
-        nu.val[j] = u->val[i];
+        nu.pos[j] = u->pos[i];
         nu.used[j] = true;
     }
     free(u->kh);
-    free(u->val);
+    free(u->pos);
     free(u->used);
     u->kh = nu.kh;
-    u->val = nu.val;
+    u->pos = nu.pos;
     u->used = nu.used;
     u->cap = cap;
     return 0;
 }
 
 int
-qm_undo_put(qm_undo *u, const u8 kh[32], const u8 *val, u32 vlen)
+qm_undo_put(qm_undo *u, const u8 kh[32], u64 pos)
 {
     if ((u->n + 1) * 2 > u->cap)
         QM_RET(undo_grow(u));
@@ -83,42 +81,24 @@ qm_undo_put(qm_undo *u, const u8 kh[32], const u8 *val, u32 vlen)
     for (; u->used[j]; j = (j + 1) & (u->cap - 1))
         if (memcmp(u->kh[j], kh, 32) == 0)
             return 0; /* the first write of the block keeps the pre-image */
-    u64 rec = UINT64_MAX;
-    if (val) {
-        if (u->alen + vlen > u->acap) {
-            size_t acap = QM_MAX(u->alen + vlen, u->acap * 2 + 65536);
-            u8 *a = realloc(u->arena, acap);
-            if (!a)
-                return -ENOMEM;
-            u->arena = a;
-            u->acap = acap;
-        }
-        memcpy(u->arena + u->alen, val, vlen);
-        rec = ((u64)u->alen << 24) | vlen;
-        u->alen += vlen;
-    }
     memcpy(u->kh[j], kh, 32);
-    u->val[j] = rec;
+    u->pos[j] = pos;
     u->used[j] = true;
     u->n++;
     return 0;
 }
 
 int
-qm_undo_get(const qm_undo *u, const u8 kh[32], const u8 **val, u32 *vlen)
+qm_undo_get(const qm_undo *u, const u8 kh[32], u64 *pos)
 {
-    *val = NULL;
-    *vlen = 0;
+    *pos = QM_UNDO_ABSENT;
     if (u->n == 0)
         return -1;
     for (size_t j = undo_slot(kh, u->cap); u->used[j]; j = (j + 1) & (u->cap - 1)) {
         if (memcmp(u->kh[j], kh, 32) != 0)
             continue;
-        if (u->val[j] == UINT64_MAX)
-            return 0;
-        *val = u->arena + (u->val[j] >> 24);
-        *vlen = (u32)(u->val[j] & 0xFFFFFF);
-        return 1;
+        *pos = u->pos[j];
+        return *pos == QM_UNDO_ABSENT ? 0 : 1;
     }
     return -1;
 }

@@ -193,23 +193,6 @@ test_hpfile_map(void)
     CHECK_EQ_U64(qm_hpfile_span(&f, 199990, 20), 10);
     CHECK_EQ_U64(qm_hpfile_span(&f, 200000, 1), 0);
     CHECK_EQ_U64(qm_hpfile_span(&f, 300000, 1), 0);
-    /* qm_hpfile_read_resident: bytes just written are in the page cache, so all that one view
-     * could cover is read, and equals what was written; nothing flushed, nothing read. */
-    static unsigned char rb[8192];
-    size_t got = 1;
-    if (qm_hpfile_read_resident(&f, 1000, rb, 5000, &got)) {
-        CHECK_EQ_U64(got, 5000);
-        CHECK(memcmp(rb, data + 1000, 5000) == 0);
-        CHECK(qm_hpfile_read_resident(&f, 65530, rb, 20, &got));
-        CHECK_EQ_U64(got, 6);
-        CHECK(memcmp(rb, data + 65530, 6) == 0);
-    } else { /* declining is right only where RWF_NOWAIT is refused */
-        CHECK(!qm_io_nowait_ok());
-        CHECK_EQ_U64(got, 0);
-        printf("test_hpfile_meta: no RWF_NOWAIT reads here; read_resident declines\n");
-    }
-    CHECK(!qm_hpfile_read_resident(&f, 200000, rb, 1, &got));
-    CHECK_EQ_U64(got, 0);
     CHECK_OK(qm_hpfile_sync(&f));
     CHECK(qm_hpfile_view(&f, 200000, 100) != NULL); /* flushed now */
     /* Cut (a rollback): nothing past the new end has a view, also in the cut segment, and
@@ -230,7 +213,6 @@ test_hpfile_map(void)
     CHECK_OK(qm_hpfile_prune_head(&f, 140000));
     CHECK(qm_hpfile_view(&f, 1000, 8) == NULL);
     CHECK(qm_hpfile_view(&f, 139999, 1) == NULL);
-    CHECK(!qm_hpfile_read_resident(&f, 1000, rb, 8, &got)); /* below the head */
     v = qm_hpfile_view(&f, 140000, 64);
     CHECK(v != NULL && memcmp(v, data + 140000, 64) == 0);
     qm_hpfile_close(&f);
