@@ -21,5 +21,5 @@ cmake --build --preset dev
 ctest --preset dev
 scripts/test_embed.sh
 cmake --preset tsan
-cmake --build --preset tsan --target test_pool test_rio test_db test_pipeline test_model_random test_fault test_sync
+cmake --build --preset tsan --target test_pool test_rio test_db test_pipeline test_preimage test_model_random test_fault test_sync
 ctest --preset tsan
