@@ -100,13 +100,6 @@ qm_trust_skip(qm_trust *t)
     return ++tick % (run >= QM_TRUST_LONG_RUN ? QM_TRUST_LONG_EVERY : QM_TRUST_EVERY) != 0;
 }
 
-/* Whether the counter has reached trust (some questions are then skipped). */
-static inline bool
-qm_trust_held(const qm_trust *t)
-{
-    return __atomic_load_n(&t->run, __ATOMIC_RELAXED) >= QM_TRUST_RUN;
-}
-
 /* Records the answer of a question that was asked. */
 static inline void
 qm_trust_note(qm_trust *t, bool resident)

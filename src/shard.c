@@ -140,10 +140,10 @@ enum {
  * 64 KiB (fault-around) plus a mincore question, where a pread costs one system call and the
  * same copy (64 KiB values uncapped, three alternating pairs: updates 6,178-6,517/s against
  * 4,762-4,900, reads 93,552-98,174 against 69,623-80,898; docs/BENCH.md, "Long entries: one
- * pread"). When the logs do not fit, the update stage still reads a long entry through the
- * mapping if all its pages are resident (mincore), and else with pread: there a pread of
- * resident pages starts the kernel's readahead past the entry, which the MADV_RANDOM mapping
- * does not (64 KiB values in 128 MiB: deletes read 367 KB per delete instead of 64 KB). */
+ * pread, pre-images by offset"). When the logs do not fit, the update stage still reads a long
+ * entry through the mapping if all its pages are resident (mincore), and else with pread: there a
+ * pread of resident pages starts the kernel's readahead past the entry, which the MADV_RANDOM
+ * mapping does not (64 KiB values in 128 MiB: deletes read 367 KB per delete instead of 64 KB). */
 #define SHARD_MAP_MAX 4096
 
 /* Whether the header of the entry at pos, mapped at h, may be touched. A fault on the
@@ -185,8 +185,9 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     bool fit = qm_logs_fit();
     if (who != RD_UPDATER && !fit)
         return 0; /* mostly not resident: pread (hugefolio.h) */
-    bool long_to_pread = who != RD_UPDATER || fit;
-    if (long_to_pread && qm_shard_seen_len(s) > SHARD_MAP_MAX)
+    /* Past this point a client read implies fit: long entries go to pread exactly when the
+     * logs fit (SHARD_MAP_MAX). */
+    if (fit && qm_shard_seen_len(s) > SHARD_MAP_MAX)
         return 0;
     const u8 *h = qm_hpfile_view(f, pos, QM_ENTRY_FIXED + 3);
     if (!h)
@@ -204,7 +205,7 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     if (asked && note)
         qm_trust_note(&s->res, true);
     u32 len = qm_entry_len_from_header(h);
-    if (len > SHARD_MAP_MAX && long_to_pread) { /* the shard's first long entry */
+    if (len > SHARD_MAP_MAX && fit) { /* the shard's first long entry */
         qm_shard_saw_len(s, len);
         return 0;
     }

@@ -38,7 +38,6 @@ map_case(void)
     qm_undo u = {0};
     u8 kh[600][32];
     for (unsigned i = 0; i < 600; i++) {
-        memset(kh[i], 0, 32);
         for (unsigned j = 0; j < 32; j++)
             kh[i][j] = (u8)test_xorshift(&rng);
     }
@@ -139,16 +138,16 @@ check_all(qmdb_db *db, const unsigned *want)
         return NKEYS;
     for (unsigned i = 0; i < NKEYS; i++) {
         size_t n = want[i] ? val(i, want[i], v) : 0, got = 0;
-        int rc = qmdb_get_committed(db, keys[i], strlen(keys[i]), buf, VMAX, &got);
-        bool one = want[i] ? rc == 0 && got == n && memcmp(buf, v, n) == 0 : rc == QMDB_NOTFOUND;
+        int crc = qmdb_get_committed(db, keys[i], strlen(keys[i]), buf, VMAX, &got);
+        bool one = want[i] ? crc == 0 && got == n && memcmp(buf, v, n) == 0 : crc == QMDB_NOTFOUND;
         bool many = want[i] ? rd[i].rc == 0 && rd[i].vlen == n && memcmp(rd[i].buf, v, n) == 0
                             : rd[i].rc == QMDB_NOTFOUND;
         n = cur[i] ? val(i, cur[i], v) : 0;
-        rc = qmdb_get(db, keys[i], strlen(keys[i]), buf, VMAX, &got);
+        int rc = qmdb_get(db, keys[i], strlen(keys[i]), buf, VMAX, &got);
         bool now = cur[i] ? rc == 0 && got == n && memcmp(buf, v, n) == 0 : rc == QMDB_NOTFOUND;
         if (!one || !many || !now)
             fprintf(stderr, "key %u: committed %d/%d (want version %u), current %d (want %u)\n", i,
-                    rc, rd[i].rc, want[i], rc, cur[i]);
+                    crc, rd[i].rc, want[i], rc, cur[i]);
         bad += !one + !many + !now;
     }
     return bad;
