@@ -14,12 +14,14 @@
  *
  * Thread: qm_prefetch_block runs on the committing thread in the update stage (writer lock
  * held); qm_get_many on any reader thread (reader lock held by the caller), a large one with a
- * helper thread for its entry reads (gm_bg, joined before it returns).
+ * helper thread for its entry reads (gm_bg), and when the logs fit in memory cut in two parts,
+ * the second on another helper (gm_part) with its own; all are joined before it returns.
  */
 #include "prefetch.h"
 
 #include "codec.h"
 #include "hash.h"
+#include "hugefolio.h"
 #include "ix.h"
 #include "posset.h"
 
@@ -555,6 +557,136 @@ gm_pre(qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre, qm_shard *s, const u
     return 0;
 }
 
+/*
+ * A large qmdb_get_many whose logs fit in memory is cut in two parts, the keys ord[0, nk / 2)
+ * and ord[nk / 2, nk) of the visiting order, run at once on the caller's thread and a helper
+ * thread: there the lookups are bound by one core's CPU, not by the device (docs/BENCH.md,
+ * "Batched reads on both cores"). A part looks its keys up, reads their entries (with its own
+ * gm_bg), then compares its keys; each has its own candidates, read queues and index-page
+ * batches of half the size, so the call holds no more page bytes than one part would. The
+ * parts write only their own keys' slots and reads, and the shards' warm caches and the
+ * indexers' memos, which take their own locks as they do for two readers' calls: an entry
+ * queued by both parts is read twice and cached once. When the logs do not fit the call stays
+ * on one thread: the second part's buffers and thread took page cache from the index there,
+ * and lookups of absent keys slowed more than the split gained (the same section).
+ */
+#define GM_SPLIT_MIN (2 * GM_IO_CHUNK)
+
+static u64 gm_splits; /* calls cut in two (qm_get_many_splits) */
+
+u64
+qm_get_many_splits(void)
+{
+    return __atomic_load_n(&gm_splits, __ATOMIC_RELAXED);
+}
+
+typedef struct gm_part {
+    qm_shard *shards;
+    qm_rio *rio;
+    qmdb_read *rd;
+    u8 (*kh)[32];
+    gm_slot *slot;
+    const qm_pf_op *ord;
+    qm_undo *const (*pre)[QM_SHARD_COUNT];
+    unsigned npre;
+    bool for_block;
+    size_t lo, hi;     /* its keys: ord[lo, hi) */
+    size_t page_chunk; /* index pages per batch */
+    pthread_t th;
+    int rc;
+} gm_part;
+
+static int
+gm_part_run(const gm_part *p)
+{
+    qm_shard *shards = p->shards;
+    qm_rio *rio = p->rio;
+    qmdb_read *rd = p->rd;
+    u8(*kh)[32] = p->kh;
+    gm_slot *slot = p->slot;
+    const qm_pf_op *ord = p->ord;
+    qm_reqs q = {0}, pq = {0};
+    gm_bg bg = {.rio = rio, .shards = shards};
+    bool overlap = rio && p->hi - p->lo > GM_IO_CHUNK && qm_io_concurrent();
+    gm_ctx g = {shards, rio, kh, slot, NULL, 0, 0, &q, p->for_block, overlap ? &bg : NULL, {0}};
+    size_t from = p->lo; /* deferred lookups before this key are done */
+    int rc = 0;
+    u8 stackbuf[512];
+    qm_ebuf b = {stackbuf, sizeof(stackbuf), NULL};
+    /* Pass 1: every key's candidates (and the predecessor's of absent keys), looked up at
+     * once, or, with the hybrid indexer, after one batch of the index pages not in DRAM;
+     * then one batch of reads for the entries not in DRAM. */
+    for (size_t j = p->lo; j < p->hi; j++) {
+        size_t i = ord[j].idx;
+        qm_shard *s = &shards[qm_shard_of(kh[i])];
+        int pr = p->npre ? gm_pre(p->pre, p->npre, s, kh[i], &b, &rd[i]) : 0;
+        if (pr < 0) {
+            rc = pr;
+            goto out;
+        }
+        if (pr) {
+            slot[i].n = GM_ANSWERED;
+        } else if (rio && !qm_ix_cached(&s->index, kh[i])) {
+            QM_TRY(pf_queue_page(&pq, s, kh[i]));
+            slot[i].n = GM_DEFER;
+        } else {
+            QM_TRY(gm_lookup(&g, i));
+        }
+        if (pq.n >= p->page_chunk) /* a chunk at a time, as in the prefetch stage */
+            QM_TRY(gm_deferred(&g, &pq, rd, ord, &from, j + 1));
+        if (overlap && q.n >= GM_IO_CHUNK)
+            QM_TRY(gm_bg_start(&bg, &q));
+    }
+    QM_TRY(gm_deferred(&g, &pq, rd, ord, &from, p->hi));
+    if (rio && q.n)
+        QM_TRY(pf_run(&q, rio, shards));
+    QM_TRY(gm_bg_join(&bg));
+    /* Pass 2: compare full keys (entries now come from the warm caches). */
+    for (size_t j = p->lo; j < p->hi; j++) {
+        size_t i = ord[j].idx;
+        if (slot[i].n == GM_ANSWERED)
+            continue;
+        qm_shard *s = &shards[qm_shard_of(kh[i])];
+        qm_entry e;
+        u64 pos;
+        int r = slot[i].n == GM_PLAIN
+                    ? qm_shard_get(s, kh[i], rd[i].key, (u32)rd[i].klen, &b, &e, &pos)
+                    : qm_shard_get_in(s, g.cand + slot[i].off, slot[i].n, rd[i].key,
+                                      (u32)rd[i].klen, &b, &e, &pos);
+        if (r && r != QMDB_NOTFOUND) {
+            rc = r;
+            break;
+        }
+        /* Its entries (or its predecessor's) are cached: a put of it needs no prefetch. */
+        if (p->for_block) {
+            pthread_mutex_lock(&s->warm_mu);
+            qm_warm_key_add(&s->warm, kh[i]);
+            pthread_mutex_unlock(&s->warm_mu);
+        }
+        rd[i].rc = r;
+        if (!r)
+            gm_value(&rd[i], e.value, e.vlen);
+    }
+out:
+    (void)gm_bg_join(&bg); /* after a failure the helper may still be reading */
+    qm_reqs_free(&bg.q);
+    qm_posset_free(&bg.seen);
+    qm_ebuf_free(&b);
+    pf_pages_free(&g.pages);
+    free(g.cand);
+    qm_reqs_free(&q);
+    qm_reqs_free(&pq);
+    return rc;
+}
+
+static void *
+gm_part_main(void *arg)
+{
+    gm_part *p = arg;
+    p->rc = gm_part_run(p);
+    return NULL;
+}
+
 int
 qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
             qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre, bool for_block)
@@ -564,14 +696,7 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
     u8(*kh)[32] = malloc(n * 32 + 1);
     gm_slot *slot = malloc(n * sizeof(*slot) + 1);
     qm_pf_op *ord = malloc(n * sizeof(*ord) + 1);
-    qm_reqs q = {0}, pq = {0};
-    gm_bg bg = {.rio = rio, .shards = shards};
-    bool overlap = rio && n > GM_IO_CHUNK && qm_io_concurrent();
-    gm_ctx g = {shards, rio, kh, slot, NULL, 0, 0, &q, for_block, overlap ? &bg : NULL, {0}};
-    size_t from = 0; /* deferred lookups before this key are done */
     int rc = 0;
-    u8 stackbuf[512];
-    qm_ebuf b = {stackbuf, sizeof(stackbuf), NULL};
     if (!kh || !slot || !ord) {
         rc = -ENOMEM;
         goto out;
@@ -585,7 +710,8 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
         pthread_mutex_unlock(&shards[i].warm_mu);
     }
     /* The keys' hashes, and the order to look them up in: with the hybrid indexer, by key
-     * hash (so by shard, then run page: pf_order). */
+     * hash (so by shard, then run page: pf_order). Invalid reads are answered here and left
+     * out of the order. */
     size_t nk = 0;
     for (size_t i = 0; i < n; i++) {
         slot[i].n = 0;
@@ -600,70 +726,34 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
     }
     if (rio && shards[0].index.hyb && nk > 1)
         qsort(ord, nk, sizeof(*ord), pf_key_cmp);
-    /* Pass 1: every key's candidates (and the predecessor's of absent keys), looked up at
-     * once, or, with the hybrid indexer, after one batch of the index pages not in DRAM;
-     * then one batch of reads for the entries not in DRAM. */
-    for (size_t j = 0; j < nk; j++) {
-        size_t i = ord[j].idx;
-        qm_shard *s = &shards[qm_shard_of(kh[i])];
-        int pr = npre ? gm_pre(pre, npre, s, kh[i], &b, &rd[i]) : 0;
-        if (pr < 0) {
-            rc = pr;
-            goto out;
-        }
-        if (pr) {
-            slot[i].n = GM_ANSWERED;
-        } else if (rio && !qm_ix_cached(&s->index, kh[i])) {
-            QM_TRY(pf_queue_page(&pq, s, kh[i]));
-            slot[i].n = GM_DEFER;
-        } else {
-            QM_TRY(gm_lookup(&g, i));
-        }
-        if (pq.n >= PF_PAGE_CHUNK) /* a chunk at a time, as in the prefetch stage */
-            QM_TRY(gm_deferred(&g, &pq, rd, ord, &from, j + 1));
-        if (overlap && q.n >= GM_IO_CHUNK)
-            QM_TRY(gm_bg_start(&bg, &q));
-    }
-    QM_TRY(gm_deferred(&g, &pq, rd, ord, &from, nk));
-    if (rio && q.n)
-        QM_TRY(pf_run(&q, rio, shards));
-    QM_TRY(gm_bg_join(&bg));
-    /* Pass 2: compare full keys (entries now come from the warm caches). */
-    for (size_t i = 0; i < n; i++) {
-        if (rd[i].rc || slot[i].n == GM_ANSWERED)
-            continue;
-        qm_shard *s = &shards[qm_shard_of(kh[i])];
-        qm_entry e;
-        u64 pos;
-        int r = slot[i].n == GM_PLAIN
-                    ? qm_shard_get(s, kh[i], rd[i].key, (u32)rd[i].klen, &b, &e, &pos)
-                    : qm_shard_get_in(s, g.cand + slot[i].off, slot[i].n, rd[i].key,
-                                      (u32)rd[i].klen, &b, &e, &pos);
-        if (r && r != QMDB_NOTFOUND) {
-            rc = r;
-            break;
-        }
-        /* Its entries (or its predecessor's) are cached: a put of it needs no prefetch. */
-        if (for_block) {
-            pthread_mutex_lock(&s->warm_mu);
-            qm_warm_key_add(&s->warm, kh[i]);
-            pthread_mutex_unlock(&s->warm_mu);
-        }
-        rd[i].rc = r;
-        if (!r)
-            gm_value(&rd[i], e.value, e.vlen);
-    }
+    unsigned nparts = rio && nk >= GM_SPLIT_MIN && qm_io_concurrent() && qm_logs_fit() ? 2 : 1;
+    gm_part part[2];
+    for (unsigned k = 0; k < nparts; k++)
+        part[k] = (gm_part){.shards = shards,
+                            .rio = rio,
+                            .rd = rd,
+                            .kh = kh,
+                            .slot = slot,
+                            .ord = ord,
+                            .pre = pre,
+                            .npre = npre,
+                            .for_block = for_block,
+                            .lo = nk * k / nparts,
+                            .hi = nk * (k + 1) / nparts,
+                            .page_chunk = PF_PAGE_CHUNK / nparts};
+    bool helper = nparts == 2 && pthread_create(&part[1].th, NULL, gm_part_main, &part[1]) == 0;
+    if (nparts == 2)
+        __atomic_fetch_add(&gm_splits, 1, __ATOMIC_RELAXED);
+    rc = gm_part_run(&part[0]);
+    if (helper)
+        pthread_join(part[1].th, NULL);
+    else if (nparts == 2) /* no thread: the second part after the first */
+        part[1].rc = rc ? 0 : gm_part_run(&part[1]);
+    if (!rc && nparts == 2)
+        rc = part[1].rc;
 out:
-    (void)gm_bg_join(&bg); /* after a failure the helper may still be reading */
-    qm_reqs_free(&bg.q);
-    qm_posset_free(&bg.seen);
-    qm_ebuf_free(&b);
     free(kh);
     free(slot);
     free(ord);
-    pf_pages_free(&g.pages);
-    free(g.cand);
-    qm_reqs_free(&q);
-    qm_reqs_free(&pq);
     return rc;
 }

@@ -67,5 +67,7 @@ QM_HIDDEN int qm_prefetch_block(qm_shard *shards, qm_rio *rio, const qm_changese
  * an I/O or corruption error. */
 QM_HIDDEN int qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
                           qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre, bool for_block);
+/* How many qm_get_many calls in this process were cut in two parts (tests). */
+QM_HIDDEN u64 qm_get_many_splits(void);
 
 #endif /* QM_PREFETCH_H */

@@ -18,6 +18,7 @@
  * Thread: main; one reader thread in the readers case.
  */
 #include "../test.h"
+#include "prefetch.h"
 #include "qmdb.h"
 
 #include <pthread.h>
@@ -352,8 +353,10 @@ edges_case(void)
 
 /* Large batches: a qmdb_get_many of more keys than one chunk of entry reads (prefetch.c reads
  * a chunk on a helper thread while it looks up the next keys), with repeated and absent keys,
- * every read batched (QMDB_NO_MMAP=1), through io_uring or the pread pool; every answer
- * against a model, across blocks that update and delete what was read. */
+ * every read batched (QMDB_NO_MMAP=1) or the logs mapped, through io_uring or the pread pool;
+ * every answer against a model, across blocks that update and delete what was read. While
+ * the logs fit in memory each call is cut in two parts on two threads; when they do not
+ * (run with QMDB_MEM_LIMIT=1 and mapped logs: test_pipeline_nofit) none is. */
 #define LB_KEYS 16000u
 #define LB_READS 9000u
 
@@ -366,9 +369,11 @@ lb_value(unsigned i, unsigned ver, unsigned char *v, size_t *vl)
 }
 
 static void
-large_batch_case(const char *name, bool no_uring)
+large_batch_case(const char *name, bool no_uring, bool no_mmap)
 {
-    qmdb_db *db = mkdb(name, 20000000, 0, no_uring, true);
+    qmdb_db *db = mkdb(name, 20000000, 0, no_uring, no_mmap);
+    bool fit = no_mmap || !getenv("QMDB_MEM_LIMIT"); /* no mapping: nothing counted */
+    uint64_t splits = qm_get_many_splits();
     static unsigned ver[LB_KEYS]; /* 0: absent, else the version of the value */
     static char keys[LB_READS][16];
     static unsigned char got[LB_READS][64];
@@ -431,21 +436,28 @@ large_batch_case(const char *name, bool no_uring)
         CHECK_OK(qmdb_commit(db, ++h, b, NULL));
     }
     CHECK_EQ_U64(wrong, 0);
+    CHECK_EQ_U64(qm_get_many_splits() - splits, fit ? 4 : 0);
     qmdb_batch_free(b);
     CHECK_OK(qmdb_close(db));
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
     REQUIRE(mkdtemp(base) != NULL);
-    edges_case();
-    equivalence_round(20000000, 0, 250, true);
-    equivalence_round(1, QMDB_OPEN_DIRECT_IO, 250, false);
-    equivalence_round(20000000, 0, 100, false);
-    readers_case();
-    large_batch_case("lb", false);
-    large_batch_case("lb-pread", true);
+    bool large_only = argc > 1 && strcmp(argv[1], "large") == 0; /* test_pipeline_nofit */
+    if (!large_only) {
+        edges_case();
+        equivalence_round(20000000, 0, 250, true);
+        equivalence_round(1, QMDB_OPEN_DIRECT_IO, 250, false);
+        equivalence_round(20000000, 0, 100, false);
+        readers_case();
+        large_batch_case("lb", false, true);
+        large_batch_case("lb-pread", true, true);
+    }
+    large_batch_case("lb-map", false, false);
+    if (large_only)
+        large_batch_case("lb-map-pread", true, false);
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
     CHECK(system(cmd) == 0);
