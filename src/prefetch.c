@@ -567,8 +567,9 @@ gm_pre(qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre, qm_shard *s, const u
  * parts write only their own keys' slots and reads, and the shards' warm caches and the
  * indexers' memos, which take their own locks as they do for two readers' calls: an entry
  * queued by both parts is read twice and cached once. When the logs do not fit the call stays
- * on one thread: the second part's buffers and thread took page cache from the index there,
- * and lookups of absent keys slowed more than the split gained (the same section).
+ * on one thread: there the split grew the process by 8-15 MB more per phase (why was not
+ * found) and the lookups of absent keys, which live on the index's page cache, lost more than
+ * the split gained (docs/BENCH.md, "Batched reads in two lanes").
  */
 #define GM_SPLIT_MIN (2 * GM_IO_CHUNK)
 
