@@ -569,7 +569,8 @@ gm_pre(qm_undo *const pre[][QM_SHARD_COUNT], unsigned npre, qm_shard *s, const u
  * queued by both parts is read twice and cached once. When the logs do not fit the call stays
  * on one thread: there the split grew the process by 8-15 MB more per phase (why was not
  * found) and the lookups of absent keys, which live on the index's page cache, lost more than
- * the split gained (docs/BENCH.md, "Batched reads in two lanes").
+ * the split gained (docs/BENCH.md, "Batched reads in two lanes"). Logs that are not mapped
+ * (QMDB_NO_MMAP) are not counted by qm_logs_fit, so they count as fitting.
  */
 #define GM_SPLIT_MIN (2 * GM_IO_CHUNK)
 
@@ -581,7 +582,8 @@ qm_get_many_splits(void)
     return __atomic_load_n(&gm_splits, __ATOMIC_RELAXED);
 }
 
-typedef struct gm_part {
+/* What both parts of a call share; a part adds its keys, ord[lo, hi). */
+typedef struct gm_call {
     qm_shard *shards;
     qm_rio *rio;
     qmdb_read *rd;
@@ -589,10 +591,13 @@ typedef struct gm_part {
     gm_slot *slot;
     const qm_pf_op *ord;
     qm_undo *const (*pre)[QM_SHARD_COUNT];
-    unsigned npre;
+    unsigned npre, nparts;
     bool for_block;
-    size_t lo, hi;     /* its keys: ord[lo, hi) */
-    size_t page_chunk; /* index pages per batch */
+} gm_call;
+
+typedef struct gm_part {
+    const gm_call *c;
+    size_t lo, hi;
     pthread_t th;
     int rc;
 } gm_part;
@@ -600,16 +605,18 @@ typedef struct gm_part {
 static int
 gm_part_run(const gm_part *p)
 {
-    qm_shard *shards = p->shards;
-    qm_rio *rio = p->rio;
-    qmdb_read *rd = p->rd;
-    u8(*kh)[32] = p->kh;
-    gm_slot *slot = p->slot;
-    const qm_pf_op *ord = p->ord;
+    const gm_call *c = p->c;
+    qm_shard *shards = c->shards;
+    qm_rio *rio = c->rio;
+    qmdb_read *rd = c->rd;
+    u8(*kh)[32] = c->kh;
+    gm_slot *slot = c->slot;
+    const qm_pf_op *ord = c->ord;
+    size_t page_chunk = PF_PAGE_CHUNK / c->nparts; /* the call holds one part's page bytes */
     qm_reqs q = {0}, pq = {0};
     gm_bg bg = {.rio = rio, .shards = shards};
     bool overlap = rio && p->hi - p->lo > GM_IO_CHUNK && qm_io_concurrent();
-    gm_ctx g = {shards, rio, kh, slot, NULL, 0, 0, &q, p->for_block, overlap ? &bg : NULL, {0}};
+    gm_ctx g = {shards, rio, kh, slot, NULL, 0, 0, &q, c->for_block, overlap ? &bg : NULL, {0}};
     size_t from = p->lo; /* deferred lookups before this key are done */
     int rc = 0;
     u8 stackbuf[512];
@@ -620,7 +627,7 @@ gm_part_run(const gm_part *p)
     for (size_t j = p->lo; j < p->hi; j++) {
         size_t i = ord[j].idx;
         qm_shard *s = &shards[qm_shard_of(kh[i])];
-        int pr = p->npre ? gm_pre(p->pre, p->npre, s, kh[i], &b, &rd[i]) : 0;
+        int pr = c->npre ? gm_pre(c->pre, c->npre, s, kh[i], &b, &rd[i]) : 0;
         if (pr < 0) {
             rc = pr;
             goto out;
@@ -633,7 +640,7 @@ gm_part_run(const gm_part *p)
         } else {
             QM_TRY(gm_lookup(&g, i));
         }
-        if (pq.n >= p->page_chunk) /* a chunk at a time, as in the prefetch stage */
+        if (pq.n >= page_chunk) /* a chunk at a time, as in the prefetch stage */
             QM_TRY(gm_deferred(&g, &pq, rd, ord, &from, j + 1));
         if (overlap && q.n >= GM_IO_CHUNK)
             QM_TRY(gm_bg_start(&bg, &q));
@@ -659,7 +666,7 @@ gm_part_run(const gm_part *p)
             break;
         }
         /* Its entries (or its predecessor's) are cached: a put of it needs no prefetch. */
-        if (p->for_block) {
+        if (c->for_block) {
             pthread_mutex_lock(&s->warm_mu);
             qm_warm_key_add(&s->warm, kh[i]);
             pthread_mutex_unlock(&s->warm_mu);
@@ -728,20 +735,10 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
     if (rio && shards[0].index.hyb && nk > 1)
         qsort(ord, nk, sizeof(*ord), pf_key_cmp);
     unsigned nparts = rio && nk >= GM_SPLIT_MIN && qm_io_concurrent() && qm_logs_fit() ? 2 : 1;
+    gm_call c = {shards, rio, rd, kh, slot, ord, pre, npre, nparts, for_block};
     gm_part part[2];
     for (unsigned k = 0; k < nparts; k++)
-        part[k] = (gm_part){.shards = shards,
-                            .rio = rio,
-                            .rd = rd,
-                            .kh = kh,
-                            .slot = slot,
-                            .ord = ord,
-                            .pre = pre,
-                            .npre = npre,
-                            .for_block = for_block,
-                            .lo = nk * k / nparts,
-                            .hi = nk * (k + 1) / nparts,
-                            .page_chunk = PF_PAGE_CHUNK / nparts};
+        part[k] = (gm_part){.c = &c, .lo = nk * k / nparts, .hi = nk * (k + 1) / nparts};
     bool helper = nparts == 2 && pthread_create(&part[1].th, NULL, gm_part_main, &part[1]) == 0;
     if (nparts == 2)
         __atomic_fetch_add(&gm_splits, 1, __ATOMIC_RELAXED);
