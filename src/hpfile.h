@@ -59,6 +59,9 @@ typedef struct qm_hpfile {
     u64 nfds;
     int *dfds; /* batched-read fd per segment (rio.h), -1 when not open (guarded by mu) */
     u64 ndfds;
+    int *pfds; /* point-read fd per segment (qm_hpfile_read_point), -1 when not open, -2 when
+                * it could not be opened and point reads use fds (guarded by mu) */
+    u64 npfds;
     u64 cold;     /* segments below this one have had their fds closed */
     u64 closable; /* segments below this one are complete and durable (atomic) */
     pthread_mutex_t mu;
@@ -114,6 +117,10 @@ QM_HIDDEN size_t qm_hpfile_span(const qm_hpfile *f, u64 pos, size_t len);
 QM_HIDDEN bool qm_hpfile_mapped(const qm_hpfile *f);
 /* Reads up to len bytes at pos, stopping at size; *got receives the count. */
 QM_HIDDEN int qm_hpfile_read_upto(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got);
+/* qm_hpfile_read_upto for a read at a random place (an entry): through a second descriptor per
+ * segment with the kernel's read-ahead off (POSIX_FADV_RANDOM), so that it reads the pages asked
+ * for and no more; fds keep their read-ahead for the sequential scans (qm_scan). */
+QM_HIDDEN int qm_hpfile_read_point(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got);
 /* Writes the buffer out (no fsync). */
 QM_HIDDEN int qm_hpfile_flush(qm_hpfile *f);
 /* Flushes and fsyncs every segment touched since the last sync (and the directory if a

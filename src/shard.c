@@ -141,10 +141,15 @@ enum {
  * same copy (64 KiB values uncapped, three alternating pairs: updates 6,178-6,517/s against
  * 4,762-4,900, reads 93,552-98,174 against 69,623-80,898; docs/BENCH.md, "Long entries: one
  * pread, pre-images by offset"). When the logs do not fit, the update stage still reads a long
- * entry through the mapping if all its pages are resident (mincore), and else with pread: there a
- * pread of resident pages starts the kernel's readahead past the entry, which the MADV_RANDOM
- * mapping does not (64 KiB values in 128 MiB: deletes read 367 KB per delete instead of 64 KB). */
+ * entry through the mapping if all its pages are resident (mincore), and else with pread. Every
+ * pread of an entry goes through the segment's point-read descriptor (qm_hpfile_read_point),
+ * whose read-ahead is off: through the main one, a pread of resident pages started the kernel's
+ * readahead past the entry (64 KiB values in 128 MiB: deletes read 367 KB per delete instead
+ * of 64 KB, before the mapping served them), and under that cap a get read 68 KB. */
 #define SHARD_MAP_MAX 4096
+/* Entries longer than this have all their lines prefetched when read from the mapping
+ * (qm_io_prefetch_lines); shorter ones, four lines at most, are left to the copy. */
+#define SHARD_PF_LINES_MIN 256
 
 /* Whether the header of the entry at pos, mapped at h, may be touched. A fault on the
  * mapping reads one page. So in a shard that has met entries over 512 bytes (seen_len), a
@@ -213,6 +218,9 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     if (!p)
         return 0;
     qm_shard_saw_len(s, len);
+    /* The decode and the copy then find every line of the entry loading. */
+    if (len > SHARD_PF_LINES_MIN && len <= SHARD_MAP_MAX)
+        qm_io_prefetch_lines(p, len);
     if (len > SHARD_MAP_MAX) { /* the update stage, logs not fitting */
         if (len > asked && !qm_hpfile_resident(f, pos, len))
             return 0;
@@ -261,7 +269,7 @@ shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     u32 guess = QM_MIN(QM_MAX(qm_shard_seen_len(s), SHARD_READ_GUESS), SHARD_READ_MAX);
     QM_RET(ebuf_reserve(b, guess));
     size_t got;
-    QM_RET(qm_hpfile_read_upto(&s->entries, pos, b->p, guess, &got));
+    QM_RET(qm_hpfile_read_point(&s->entries, pos, b->p, guess, &got));
     if (got < QM_ENTRY_FIXED + 3)
         return QM_CORRUPT(s->err, "shard %u entry log: truncated entry at offset %" PRIu64, s->id,
                           pos);
@@ -269,7 +277,11 @@ shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     qm_shard_saw_len(s, len);
     if (len > got) {
         QM_RET(ebuf_reserve(b, len));
-        QM_RET(qm_hpfile_read(&s->entries, pos, b->p, len));
+        QM_RET(qm_hpfile_read_point(&s->entries, pos, b->p, len, &got));
+        if (got < len)
+            return QM_CORRUPT(s->err,
+                              "shard %u entry log: entry at offset %" PRIu64 " runs past the end",
+                              s->id, pos);
     }
     if (qm_entry_decode(b->p, len, e) != 0)
         return QM_CORRUPT(s->err, "shard %u entry log: malformed entry at offset %" PRIu64, s->id,

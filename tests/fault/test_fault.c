@@ -492,6 +492,17 @@ test_read_faults(void)
     fio_uninstall();
     CHECK_OK(qmdb_get(db, key, kl, buf, sizeof(buf), &vl));
     CHECK(vl == e.model.vlen[ki] && memcmp(buf, e.model.val[ki], vl) == 0);
+    /* A segment whose point-read descriptor cannot be opened (here EMFILE, in a new handle,
+     * whose first get opens it) is read through its main descriptor: the same value. */
+    CHECK_OK(qmdb_close(db));
+    db = env_open(&e, 0, &rc);
+    REQUIRE(db);
+    r = rule(FIO_OPEN, ".entries.", 1, FIO_ERR, EMFILE);
+    fio_install(&r, false);
+    CHECK_OK(qmdb_get(db, key, kl, buf, sizeof(buf), &vl));
+    CHECK(fio_triggered());
+    CHECK(vl == e.model.vlen[ki] && memcmp(buf, e.model.val[ki], vl) == 0);
+    fio_uninstall();
     get_many_faults(&e, db);
     uint64_t h = qmdb_height(db) + 1;
     wl_block(seed, NKEYS, h, e.b, NULL);
