@@ -84,8 +84,8 @@ seg_fd(qm_hpfile *f, u64 seg, bool create, int *fd_out)
 /* The point-read fd of segment seg, opened once through the I/O seam as fds are: buffered, with
  * read-ahead off. A read through fds at a random place starts the kernel's read-ahead past it
  * when the pages before it are cached (it takes them for a sequential stream): under a memory
- * cap, 64 KiB values then read about 68 KB from the device per get instead of 53 KB, and evict
- * pages the next reads need (docs/BENCH.md, "Point reads without read-ahead"). A segment whose
+ * cap, gets of 64 KiB values read about 68 KB from the device each instead of 53 KB
+ * (docs/BENCH.md, "Point reads without read-ahead"). A segment whose
  * second descriptor cannot be opened (a read-only handle's pruned file, the descriptor limit)
  * reads through fds. Called with mu held. */
 static int
@@ -462,15 +462,11 @@ hp_read_upto(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got, bool poi
         size_t chunk = (size_t)QM_MIN((u64)(len - done), f->seg_size - off);
         chunk = (size_t)QM_MIN((u64)chunk, f->flushed - p);
         int fd = -1;
-        if (point) {
-            pthread_mutex_lock(&f->mu);
-            int rc = seg_pfd_locked(f, seg, &fd);
-            pthread_mutex_unlock(&f->mu);
-            QM_RET(rc);
-        } else {
-            QM_RET(seg_fd(f, seg, false, &fd));
-        }
-        int rc = qm_io_pread_full(fd, dst + done, chunk, off);
+        pthread_mutex_lock(&f->mu);
+        int rc = point ? seg_pfd_locked(f, seg, &fd) : seg_fd_locked(f, seg, false, &fd);
+        pthread_mutex_unlock(&f->mu);
+        QM_RET(rc);
+        rc = qm_io_pread_full(fd, dst + done, chunk, off);
         if (rc)
             return qm_err_set(f->err, rc, "read of %s.%010" PRIu64 " at %" PRIu64 ": %s",
                               f->path_prefix, seg, off, qmdb_strerror(rc));

@@ -167,7 +167,7 @@ read_at(qm_shard *s, const qm_states_shard *r, u64 pos, u64 sn, qm_ebuf *b, qm_e
             b->p = b->own = p;
             b->cap = want;
         }
-        QM_RET(qm_hpfile_read_upto(&s->entries, pos, b->p, b->cap, &got));
+        QM_RET(qm_hpfile_read_point(&s->entries, pos, b->p, b->cap, &got));
         if (got < QM_ENTRY_FIXED + 3)
             return 1;
         u32 len = qm_entry_len_from_header(b->p);
