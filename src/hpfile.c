@@ -505,6 +505,29 @@ qm_hpfile_read(qm_hpfile *f, u64 pos, void *out, size_t len)
     return 0;
 }
 
+void
+qm_hpfile_drop(qm_hpfile *f, u64 pos, u64 len)
+{
+    u64 page = qm_page_size();
+    u64 a = (QM_MAX(pos, f->head) + page - 1) / page * page;
+    u64 b = QM_MIN(pos + len, f->synced) / page * page;
+    if (qm_io_get() != qm_io_posix())
+        return;
+    while (a < b) {
+        u64 seg = a / f->seg_size, off = a % f->seg_size, n = QM_MIN(b - a, f->seg_size - off);
+        const u8 *v = qm_hpfile_view(f, a, (size_t)n);
+        int fd = -1;
+        if (v)
+            (void)madvise((void *)v, (size_t)n, MADV_DONTNEED);
+        pthread_mutex_lock(&f->mu);
+        int rc = seg_pfd_locked(f, seg, &fd); /* the descriptor the entry's reads use */
+        pthread_mutex_unlock(&f->mu);
+        if (rc == 0)
+            (void)posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_DONTNEED);
+        a += n;
+    }
+}
+
 int
 qm_hpfile_sync_begin(qm_hpfile *f, qm_hp_ticket *t)
 {

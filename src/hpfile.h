@@ -121,6 +121,11 @@ QM_HIDDEN int qm_hpfile_read_upto(qm_hpfile *f, u64 pos, void *out, size_t len, 
  * segment with the kernel's read-ahead off (POSIX_FADV_RANDOM), so that it reads the pages asked
  * for and no more; fds keep their read-ahead for the sequential scans (qm_scan). */
 QM_HIDDEN int qm_hpfile_read_point(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got);
+/* Asks the kernel to forget the cached pages that lie wholly inside [pos, pos + len), bytes
+ * already written out in an earlier block (below synced): a dead entry's, so that the page
+ * cache holds live ones. Unmaps them from f's read mapping first (mapped pages are not
+ * dropped). A hint: nothing is read or changed on disk, and failures are ignored. */
+QM_HIDDEN void qm_hpfile_drop(qm_hpfile *f, u64 pos, u64 len);
 /* Writes the buffer out (no fsync). */
 QM_HIDDEN int qm_hpfile_flush(qm_hpfile *f);
 /* Flushes and fsyncs every segment touched since the last sync (and the directory if a

@@ -57,28 +57,12 @@ QM_HIDDEN bool qm_io_resident(const void *addr, size_t len);
  * tests use it to see that a trusted path stopped asking. */
 QM_HIDDEN u64 qm_io_resident_asks(void);
 
-/* Starts loading [addr, addr + len), a range of a mapping, into the CPU caches: one prefetch
- * per 4 KiB page. The hardware prefetchers follow a stream only within a page, so a copy of a
- * long entry out of the mapping would otherwise wait for a demand miss at each page it enters;
- * with these the pages' first lines load in parallel, and the copy runs about a fifth faster
- * when source and destination are not equally aligned (docs/BENCH.md, "64 KiB values"). A
- * prefetch never faults: a page without a mapping entry is skipped. */
-static inline void
-qm_io_prefetch(const void *addr, size_t len)
-{
-    const char *p = addr, *end = p + len;
-    __builtin_prefetch(p);
-    for (p = (const char *)(((uintptr_t)p | 4095u) + 1); p < end; p += 4096)
-        __builtin_prefetch(p);
-}
-
 /* Starts loading every 64-byte line of [addr, addr + len) after the first into the CPU
  * caches at once. A copy of an entry of a few lines out of the mapping (a 1 KiB value spans 17)
  * otherwise meets one demand miss after another until the hardware prefetcher has seen the
  * stream; issued together, the lines' loads overlap (1 KiB gets: medians 4% and 12% faster in
  * two series of ten alternated pairs; docs/BENCH.md, "1 KiB reads: every line at once"). For
- * ranges within a page or two; qm_io_prefetch covers
- * longer ones page by page. */
+ * ranges within a page or two: longer entries are not read through the mapping (shard.c). */
 static inline void
 qm_io_prefetch_lines(const void *addr, size_t len)
 {

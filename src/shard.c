@@ -133,19 +133,22 @@ enum {
     RD_VIEW,    /* as RD_CLIENT, but an entry served by the mapping is decoded in place */
 };
 
-/* Long entries: those over this many bytes. A client never reads one through the mapping,
- * nor does the update stage while the logs fit in memory (qm_logs_fit); one pread through the
- * page cache reads the entry whole. Through the mapping, an entry not yet in the process's
- * page tables (every entry, on its first read after it was written) costs a page fault per
- * 64 KiB (fault-around) plus a mincore question, where a pread costs one system call and the
- * same copy (64 KiB values uncapped, three alternating pairs: updates 6,178-6,517/s against
- * 4,762-4,900, reads 93,552-98,174 against 69,623-80,898; docs/BENCH.md, "Long entries: one
- * pread, pre-images by offset"). When the logs do not fit, the update stage still reads a long
- * entry through the mapping if all its pages are resident (mincore), and else with pread. Every
- * pread of an entry goes through the segment's point-read descriptor (qm_hpfile_read_point),
- * whose read-ahead is off: through the main one, a pread of resident pages started the kernel's
- * readahead past the entry (64 KiB values in 128 MiB: deletes read 367 KB per delete instead
- * of 64 KB, before the mapping served them), and under that cap a get read 68 KB. */
+/* Long entries: those over this many bytes. Neither a client nor the update stage reads one
+ * through the mapping; one pread through the page cache reads the entry whole. Through the mapping,
+ * an entry not yet in the process's page tables (every entry, on its first read after it was
+ * written) costs a page fault per 64 KiB (fault-around) plus a mincore question, where a pread
+ * costs one system call and the same copy (64 KiB values uncapped, three alternating pairs: updates
+ * 6,178-6,517/s against 4,762-4,900, reads 93,552-98,174 against 69,623-80,898; docs/BENCH.md,
+ * "Long entries: one pread, pre-images by offset"). When the logs do not fit (qm_logs_fit), the
+ * update stage read a long entry through the mapping if all its pages were resident (mincore):
+ * pages mapped by the process stayed cached after their entry died, and the page cache held fewer
+ * live entries (64 KiB values in 128 MiB: with pread and the dead entries' pages dropped,
+ * shard_forget, updates ran about a third faster and gets about a fifth; docs/BENCH.md, "Long
+ * entries under a memory cap: dead pages leave the cache"). Every pread of an entry goes through
+ * the segment's point-read descriptor (qm_hpfile_read_point), whose read-ahead is off: through the
+ * main one, a pread of resident pages started the kernel's readahead past the entry (64 KiB values
+ * in 128 MiB: deletes read 367 KB per delete instead of 64 KB, before the mapping served them), and
+ * under that cap a get read 68 KB. */
 #define SHARD_MAP_MAX 4096
 /* Entries longer than this have all their lines prefetched when read from the mapping
  * (qm_io_prefetch_lines); shorter ones, four lines at most, are left to the copy. */
@@ -156,33 +159,28 @@ enum {
  * client read of an entry whose first seen_len bytes would run onto another page touches the
  * mapping only if the header's page is resident: else one pread (sized to seen_len) reads all
  * of it, where the mapping would cost a fault for the header's page and then one for the
- * next, one after the other. The update stage asks only where seen_len is over SHARD_MAP_MAX
- * (its entries were prefetched), and then about the first seen_len bytes (as far as the
- * segment goes), not just the header: the entry is usually that long, and then that one
- * question is all its read asks. A client read that trusts the shard's pages (trusted) does
- * not ask. *asked: how many bytes from pos the question covered (0: none asked). */
+ * next, one after the other. The update stage does not ask (its entries were prefetched), nor
+ * does a client read that trusts the shard's pages (trusted). *asked: how many bytes from pos
+ * the question covered (0: none asked). */
 static bool
 shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who, bool trusted, size_t *asked)
 {
     u32 seen = qm_shard_seen_len(s);
     uintptr_t page = qm_page_size();
     *asked = 0;
-    if (who == RD_UPDATER ? seen <= SHARD_MAP_MAX
-                          : trusted || !seen || (uintptr_t)h % page + seen <= page)
+    if (who == RD_UPDATER || trusted || !seen || (uintptr_t)h % page + seen <= page)
         return true;
-    size_t n = seen > SHARD_MAP_MAX ? qm_hpfile_span(&s->entries, pos, seen) : 0;
-    *asked = QM_MAX(n, (size_t)QM_ENTRY_FIXED + 3);
+    *asked = QM_ENTRY_FIXED + 3;
     return qm_hpfile_resident(&s->entries, pos, *asked);
 }
 
 /* Decodes the entry at pos from the log's read mapping (hpfile.h): 1 when done, 0 when the
  * mapping cannot serve it (unmapped, buffered, across a segment end, a long entry that goes
- * to pread: SHARD_MAP_MAX, or pages that may not be touched: shard_may_touch, and every page
- * of a long entry the update stage reads). Client reads feed the shard's counter s->res once
- * per read, so a shard trusts its pages after QM_TRUST_RUN reads in a row found them
- * resident, and then asks in one read of QM_TRUST_EVERY (later of QM_TRUST_LONG_EVERY;
- * io.h). who: RD_VIEW decodes in place (e points into the mapping, valid under the database's
- * reader lock); else the entry is copied into b. */
+ * to pread: SHARD_MAP_MAX, or pages that may not be touched: shard_may_touch). Client reads feed
+ * the shard's counter s->res once per read, so a shard trusts its pages after QM_TRUST_RUN reads in
+ * a row found them resident, and then asks in one read of QM_TRUST_EVERY (later of
+ * QM_TRUST_LONG_EVERY; io.h). who: RD_VIEW decodes in place (e points into the mapping, valid under
+ * the database's reader lock); else the entry is copied into b. */
 static int
 shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
 {
@@ -190,10 +188,8 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     bool fit = qm_logs_fit();
     if (who != RD_UPDATER && !fit)
         return 0; /* mostly not resident: pread (hugefolio.h) */
-    /* Past this point a client read implies fit: long entries go to pread exactly when the
-     * logs fit (SHARD_MAP_MAX). */
-    if (fit && qm_shard_seen_len(s) > SHARD_MAP_MAX)
-        return 0;
+    if (qm_shard_seen_len(s) > SHARD_MAP_MAX)
+        return 0; /* long entries: pread */
     const u8 *h = qm_hpfile_view(f, pos, QM_ENTRY_FIXED + 3);
     if (!h)
         return 0;
@@ -210,7 +206,7 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     if (asked && note)
         qm_trust_note(&s->res, true);
     u32 len = qm_entry_len_from_header(h);
-    if (len > SHARD_MAP_MAX && fit) { /* the shard's first long entry */
+    if (len > SHARD_MAP_MAX) { /* the shard's first long entry */
         qm_shard_saw_len(s, len);
         return 0;
     }
@@ -219,13 +215,8 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
         return 0;
     qm_shard_saw_len(s, len);
     /* The decode and the copy then find every line of the entry loading. */
-    if (len > SHARD_PF_LINES_MIN && len <= SHARD_MAP_MAX)
+    if (len > SHARD_PF_LINES_MIN)
         qm_io_prefetch_lines(p, len);
-    if (len > SHARD_MAP_MAX) { /* the update stage, logs not fitting */
-        if (len > asked && !qm_hpfile_resident(f, pos, len))
-            return 0;
-        qm_io_prefetch(p, len); /* the decode's look at the tail and the copy find it loading */
-    }
     if (who != RD_VIEW) {
         QM_RET(ebuf_reserve(b, len));
         memcpy(b->p, p, len);
@@ -564,10 +555,44 @@ qm_shard_close(qm_shard *s)
     for (unsigned i = 0; i < QM_ARRAY_LEN(s->rb); i++)
         qm_ebuf_free(&s->rb[i]);
     free(s->enc);
+    free(s->forget);
     free(s->twigrec);
     if (s->trace)
         fclose(s->trace);
     memset(s, 0, sizeof(*s));
+}
+
+/* When the logs do not fit in memory, a dead entry's whole pages leave the page cache, which
+ * then holds more live entries: with 64 KiB values in 128 MiB, it otherwise kept the pages of
+ * entries that updates had just replaced. Entries shorter than a page free nothing, and only
+ * bytes of earlier blocks are dropped (synced: written out, their fsync done by the next
+ * block). The drop waits for the next block: the update stage has just read the entry, and
+ * pages read a moment ago cannot be dropped at once (the kernel holds them in per-CPU batches
+ * and drains every CPU's to find them). */
+static void
+shard_forget(qm_shard *s, u64 pos, u32 len)
+{
+    if (len < qm_page_size() || pos + len > s->entries.synced || qm_logs_fit())
+        return;
+    if (s->nforget + 2 > s->forget_cap) {
+        size_t cap = s->forget_cap ? 2 * s->forget_cap : 256;
+        u64 *p = realloc(s->forget, cap * sizeof(*p));
+        if (!p)
+            return; /* a hint: skipped */
+        s->forget = p;
+        s->forget_cap = cap;
+    }
+    s->forget[s->nforget++] = pos;
+    s->forget[s->nforget++] = len;
+}
+
+/* Drops the pages of the dead entries the previous block noted (shard_forget). */
+static void
+shard_forget_run(qm_shard *s)
+{
+    for (size_t i = 0; i + 1 < s->nforget; i += 2)
+        qm_hpfile_drop(&s->entries, s->forget[i], s->forget[i + 1]);
+    s->nforget = 0;
 }
 
 static bool
@@ -623,6 +648,7 @@ shard_compact_step(qm_shard *s)
         if (qm_ix_replace(&s->index, kh, pos, npos) != 0)
             return QM_CORRUPT(s->err, "shard %u: live entry at %" PRIu64 " missing from index",
                               s->id, pos);
+        shard_forget(s, pos, len);
         s->sn_start = sn + 1;
         s->sn_start_pos = pos + len;
         s->compactions++;
@@ -647,6 +673,7 @@ shard_op(qm_shard *s, const qm_op *op)
         QM_RET(shard_append(s, K_UPDATE, op->key, op->klen, op->val, op->vlen, e.next_key_hash,
                             version, &dsn, &epos, 1, &npos));
         QM_RET(qm_ix_replace(&s->index, op->kh, epos, npos));
+        shard_forget(s, epos, e.stored_len);
         if (shard_compactible(s))
             QM_RET(shard_compact_step(s));
     } else if (op->vlen > 0) { /* create */
@@ -659,6 +686,7 @@ shard_op(qm_shard *s, const qm_op *op)
         QM_RET(shard_append(s, K_CREATE_PRED, p.key, p.klen, p.value, p.vlen, op->kh, version, &dsn,
                             &ppos, 1, &pnew));
         QM_RET(qm_ix_replace(&s->index, pkh, ppos, pnew));
+        shard_forget(s, ppos, p.stored_len);
         s->live++;
         if (shard_compactible(s)) {
             QM_RET(shard_compact_step(s));
@@ -672,6 +700,8 @@ shard_op(qm_shard *s, const qm_op *op)
                             version, dsn, dpos, 2, &pnew));
         QM_RET(qm_ix_erase(&s->index, op->kh, epos));
         QM_RET(qm_ix_replace(&s->index, pkh, ppos, pnew));
+        shard_forget(s, epos, e.stored_len);
+        shard_forget(s, ppos, p.stored_len);
         s->live--;
     }
     return 0;
@@ -763,6 +793,7 @@ qm_shard_update(qm_shard *s, u64 height, const qm_op *ops, size_t n)
 {
     qm_hpfile_close_cold(&s->entries);
     qm_hpfile_close_cold(&s->twigs);
+    shard_forget_run(s);
     s->run_current = false;
     int rc = qm_shard_apply(s, height, ops, n);
     pthread_mutex_lock(&s->warm_mu);

@@ -96,6 +96,8 @@ typedef struct qm_shard {
                              checkpoint of the current state */
     u64 hix_replayed_blocks, hix_replayed_changes; /* of the index journal, at open */
     qm_dpos dpos; /* the blocks' deactivation positions, for rollbacks (dpos.h) */
+    u64 *forget;  /* offset, length, ...: dead entries whose pages the next block drops */
+    size_t nforget, forget_cap;
     /* Rollbacks since open (rollback.c): SNs made live again, entries below the discarded
      * tail read for them, and how many of those were read by walking a twig (no usable
      * dpos record). */

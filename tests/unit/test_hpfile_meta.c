@@ -5,9 +5,9 @@
  * reported as corruption), the residency trust counter (qm_trust, io.h), the read mapping
  * (qm_hpfile_view: the same bytes as pread, nothing past the written prefix, below the head or
  * after a cut; refused for read-only handles and under QMDB_NO_MMAP=1), page-cache residency
- * (qm_hpfile_resident), huge folios for new 2 MiB regions (hugefolio.h), the one-pass scan of the
- * snapshot export (in place or through pread) and the metadata slots (round trip, CRC, slot choice,
- * torn slot).
+ * (qm_hpfile_resident), dropping a dead entry's pages (qm_hpfile_drop), huge folios for new 2 MiB
+ * regions (hugefolio.h), the one-pass scan of the snapshot export (in place or through pread) and
+ * the metadata slots (round trip, CRC, slot choice, torn slot).
  */
 #include "../test.h"
 #include "codec.h"
@@ -280,6 +280,73 @@ test_hpfile_map(void)
     CHECK(memcmp(back, data + 340000, 64) == 0);
     qm_hpfile_close(&f);
     CHECK(unsetenv("QMDB_NO_MMAP") == 0);
+}
+
+/* Whether this file system drops clean pages on request (tmpfs keeps them): a probe file. */
+static bool
+fs_drops_pages(void)
+{
+    char p[512];
+    snprintf(p, sizeof(p), "%s/probe", dir);
+    int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return false;
+    static const unsigned char page[4096] = {1};
+    bool ok = write(fd, page, sizeof(page)) == (ssize_t)sizeof(page) && fsync(fd) == 0 &&
+              posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+    void *m = ok ? mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    unsigned char in[1] = {1};
+    ok = m != MAP_FAILED && mincore(m, 4096, in) == 0 && !(in[0] & 1);
+    if (m != MAP_FAILED)
+        munmap(m, 4096);
+    close(fd);
+    unlink(p);
+    return ok;
+}
+
+/* qm_hpfile_drop (a dead entry's pages leave the page cache): the pages wholly inside the range
+ * go, also those this process has mapped; the partial pages at its ends and the other segments
+ * stay; bytes not yet synced are left alone; the bytes read back unchanged. */
+static void
+test_hpfile_drop(void)
+{
+    qm_err err = {{0}};
+    qm_hpfile f;
+    const uint64_t seg = 65536;
+    static unsigned char data[3 * 65536];
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (unsigned char)(i * 7 + (i >> 9));
+    CHECK_OK(
+        qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "d", seg, 0, 0, 4096, true, false, true}, &err));
+    uint64_t pos;
+    CHECK_OK(qm_hpfile_append(&f, data, 2 * seg + 20000, &pos));
+    CHECK_OK(qm_hpfile_sync(&f));
+    CHECK_OK(qm_hpfile_append(&f, data + 2 * seg + 20000, 30000, &pos));
+    CHECK_OK(qm_hpfile_flush(&f));                         /* written out, not synced */
+    const unsigned char *v = qm_hpfile_view(&f, seg, seg); /* segment 1, mapped page by page */
+    CHECK(v != NULL && memcmp(v, data + seg, seg) == 0);
+    CHECK(qm_hpfile_resident(&f, seg, seg));
+    bool drops = fs_drops_pages();
+    /* 100 bytes before segment 1 and 200 after it: exactly segment 1's pages are whole. */
+    qm_hpfile_drop(&f, seg - 100, seg + 300);
+    qm_hpfile_drop(&f, 2 * seg + 20000, 30000); /* not synced */
+    if (drops) {
+        CHECK(!qm_hpfile_resident(&f, seg, 64));
+        CHECK(!qm_hpfile_resident(&f, 2 * seg - 64, 64));
+        CHECK(qm_hpfile_resident(&f, seg - 4096, 4096)); /* segment 0's last page */
+        CHECK(qm_hpfile_resident(&f, 2 * seg, 4096));    /* segment 2's first page */
+        CHECK(qm_hpfile_resident(&f, 2 * seg + 24576, 4096));
+    } else {
+        printf("test_hpfile_drop: the file system keeps dropped pages; bytes checked only\n");
+    }
+    v = qm_hpfile_view(&f, seg, seg);
+    CHECK(v != NULL && memcmp(v, data + seg, seg) == 0);
+    unsigned char back[4000];
+    CHECK_OK(qm_hpfile_read(&f, seg - 2000, back, sizeof(back)));
+    CHECK(memcmp(back, data + seg - 2000, sizeof(back)) == 0);
+    CHECK_OK(qm_hpfile_read(&f, 2 * seg + 19000, back, sizeof(back)));
+    CHECK(memcmp(back, data + 2 * seg + 19000, sizeof(back)) == 0);
+    qm_hpfile_close(&f);
 }
 
 static void
@@ -800,6 +867,7 @@ main(void)
     test_logs_fit();
     test_hpfile();
     test_hpfile_map();
+    test_hpfile_drop();
     test_hpfile_huge();
     test_mem_limit();
     test_meta();
