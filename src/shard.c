@@ -567,8 +567,8 @@ qm_shard_close(qm_shard *s)
  * entries that updates had just replaced. Entries shorter than a page free nothing, and only
  * bytes of earlier blocks are dropped (synced: written out, their fsync done by the next
  * block). The drop waits for the next block: the update stage has just read the entry, and
- * pages read a moment ago cannot be dropped at once (the kernel holds them in per-CPU batches
- * and drains every CPU's to find them). */
+ * pages read a moment ago may still sit in the kernel's per-CPU lists, which a drop then drains
+ * on every CPU (a drop at once was not measured with these pread reads). */
 static void
 shard_forget(qm_shard *s, u64 pos, u32 len)
 {
