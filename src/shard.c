@@ -160,18 +160,18 @@ enum {
  * mapping only if the header's page is resident: else one pread (sized to seen_len) reads all
  * of it, where the mapping would cost a fault for the header's page and then one for the
  * next, one after the other. The update stage does not ask (its entries were prefetched), nor
- * does a client read that trusts the shard's pages (trusted). *asked: how many bytes from pos
- * the question covered (0: none asked). */
+ * does a client read that trusts the shard's pages (trusted). *asked: whether the question was
+ * asked. */
 static bool
-shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who, bool trusted, size_t *asked)
+shard_may_touch(qm_shard *s, u64 pos, const u8 *h, int who, bool trusted, bool *asked)
 {
     u32 seen = qm_shard_seen_len(s);
     uintptr_t page = qm_page_size();
-    *asked = 0;
+    *asked = false;
     if (who == RD_UPDATER || trusted || !seen || (uintptr_t)h % page + seen <= page)
         return true;
-    *asked = QM_ENTRY_FIXED + 3;
-    return qm_hpfile_resident(&s->entries, pos, *asked);
+    *asked = true;
+    return qm_hpfile_resident(&s->entries, pos, QM_ENTRY_FIXED + 3);
 }
 
 /* Decodes the entry at pos from the log's read mapping (hpfile.h): 1 when done, 0 when the
@@ -185,8 +185,7 @@ static int
 shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
 {
     qm_hpfile *f = &s->entries;
-    bool fit = qm_logs_fit();
-    if (who != RD_UPDATER && !fit)
+    if (who != RD_UPDATER && !qm_logs_fit())
         return 0; /* mostly not resident: pread (hugefolio.h) */
     if (qm_shard_seen_len(s) > SHARD_MAP_MAX)
         return 0; /* long entries: pread */
@@ -197,7 +196,7 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
      * The updater's answers are not noted. */
     bool trusted = who != RD_UPDATER && qm_trust_skip(&s->res);
     bool note = who != RD_UPDATER;
-    size_t asked;
+    bool asked;
     if (!shard_may_touch(s, pos, h, who, trusted, &asked)) {
         if (note)
             qm_trust_note(&s->res, false);
