@@ -78,25 +78,19 @@ layer_bytes(const layer *l)
 
 /* ---- runs --------------------------------------------------------------------------------- */
 
-/* First record of the page (n records) whose key is >= key. */
-static u32
-page_lower_bound(const u8 *pg, u32 n, u64 key)
-{
-    u32 lo = 0, hi = n;
-    while (lo < hi) {
-        u32 mid = lo + (hi - lo) / 2;
-        if (k48(pg + (size_t)mid * QM_HIX_REC) < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static u32
 page_nrec(const run *r, u64 p)
 {
     return p + 1 < r->npages ? QM_HIX_PER_PAGE : (u32)(r->nrec - p * QM_HIX_PER_PAGE);
+}
+
+/* First record of page p of r (at pg) whose key is >= key. */
+static u32
+page_lower_bound(const run *r, u64 p, const u8 *pg, u64 key)
+{
+    u64 lo_key = k48(r->first + p * 6);
+    u64 hi_key = p + 1 < r->npages ? k48(r->first + (p + 1) * 6) : (1ull << 48);
+    return hix_page_search(pg, page_nrec(r, p), key, lo_key, hi_key);
 }
 
 /*
@@ -156,14 +150,23 @@ pc_find(const run *r, u64 p)
     return NULL;
 }
 
-/* Admits a page just read into slot e if its CRC and first key hold (counted as a read). */
+/* Admits a page just read into slot e if its CRC and first key hold (counted as a read). A
+ * page of the run's mapping is checked there once (r->checked): the lookups that take it again
+ * find its bit set and touch only the records they search, where the CRC read the whole page
+ * from memory each time (docs/DESIGN.md, "Hybrid indexer"). */
 static bool
 pc_admit(qm_hindex *x, const run *r, u64 p, pcache_ent *e)
 {
     __atomic_fetch_add(&x->page_reads, 1, __ATOMIC_RELAXED);
-    if (qm_get_u32le(e->p + QM_HIX_PAGE - 4) != page_crc(e->p, p) ||
-        memcmp(e->p, r->first + p * 6, 6) != 0)
-        return false;
+    bool mapped = r->checked && e->p == r->map + (p + 1) * QM_HIX_PAGE;
+    u64 bit = 1ull << (p % 64);
+    if (!mapped || !(__atomic_load_n(&r->checked[p / 64], __ATOMIC_RELAXED) & bit)) {
+        if (qm_get_u32le(e->p + QM_HIX_PAGE - 4) != page_crc(e->p, p) ||
+            memcmp(e->p, r->first + p * 6, 6) != 0)
+            return false;
+        if (mapped)
+            __atomic_fetch_or(&r->checked[p / 64], bit, __ATOMIC_RELAXED);
+    }
     e->run_id = r->id;
     e->page = p;
     tl_pc_next++;
@@ -421,7 +424,7 @@ run_collect(qm_hindex *x, u64 key, posv *pv, qm_err *err)
         if (p > 0 && k48(r->first + p * 6) > key)
             break;
         QM_RET(run_page(x, r, p, &pg, err));
-        u32 n = page_nrec(r, p), i = page_lower_bound(pg, n, key);
+        u32 n = page_nrec(r, p), i = page_lower_bound(r, p, pg, key);
         for (; i < n && k48(pg + (size_t)i * QM_HIX_REC) == key; i++)
             QM_RET(pv_add(pv, rec_pos12(pg + (size_t)i * QM_HIX_REC)));
         if (i < n || p + 1 >= r->npages || k48(r->first + (p + 1) * 6) != key)
@@ -470,7 +473,7 @@ run_below(qm_hindex *x, const u8 key6[6], u8 best[6], bool *found, qm_err *err)
     u64 p = run_page_below(r, key6);
     for (;;) {
         QM_RET(run_page(x, r, p, &pg, err));
-        for (u32 i = page_lower_bound(pg, page_nrec(r, p), key); i > 0; i--) {
+        for (u32 i = page_lower_bound(r, p, pg, key); i > 0; i--) {
             const u8 *rec = pg + (size_t)(i - 1) * QM_HIX_REC;
             if (k48(rec) >> 32 != unit)
                 return 0; /* left the unit */

@@ -75,6 +75,7 @@ hix_run_map(run *r)
     (void)madvise(m, len, MADV_RANDOM);
     r->map = m;
     r->map_len = len;
+    r->checked = calloc((r->npages + 63) / 64, sizeof(u64)); /* NULL: check every time */
 }
 
 void
@@ -82,6 +83,7 @@ hix_run_close(const qm_io *io, run *r)
 {
     if (r->map)
         munmap((void *)r->map, r->map_len);
+    free(r->checked);
     if (r->fd >= 0)
         io->close(r->fd);
     free(r->first);

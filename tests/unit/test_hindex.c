@@ -5,7 +5,8 @@
  * 6-byte-prefix collisions and keys near run-page boundaries, comparing find/pred (as sets),
  * foreach and count across merges; the checkpoint round trip (blob, stale states, a flipped
  * byte in a record page, a missing file); an empty run (overlay only) and qm_hix_page_of;
- * run pages handed to the lookups in a batch (qm_hix_pages_use), whole, damaged or misplaced.
+ * run pages handed to the lookups in a batch (qm_hix_pages_use), whole, damaged or misplaced;
+ * the search inside a run page (hix_page_search) against a scan.
  */
 #include "../test.h"
 #include "codec.h"
@@ -713,10 +714,62 @@ test_empty(void)
     qm_index_free(&ref);
 }
 
+/* hix_page_search against a plain scan: pages of 1 to 341 sorted keys, uniform, in a few
+ * clusters, or with long runs of one key; the bounds the sparse index gives, and bounds that
+ * do not hold (the search must still be right, only slower); keys below, inside and above. */
+static void
+test_page_search(void)
+{
+    static u8 pg[QM_HIX_PAGE];
+    u64 keys[QM_HIX_PER_PAGE];
+    for (int round = 0; round < 3000; round++) {
+        u32 n = round % 7 == 0 ? 1 + (u32)(rnd() % 3) : 1 + (u32)(rnd() % QM_HIX_PER_PAGE);
+        int shape = round % 3;
+        u64 base = rnd() & ((1ull << 47) - 1);
+        for (u32 i = 0; i < n; i++) {
+            u64 k = shape == 0   ? rnd() >> 16
+                    : shape == 1 ? base + (rnd() % 4) * (1ull << 40) + rnd() % 1000
+                                 : base + rnd() % 8;
+            keys[i] = k & ((1ull << 48) - 1);
+        }
+        for (u32 i = 1; i < n; i++) /* insertion sort */
+            for (u32 j = i; j > 0 && keys[j - 1] > keys[j]; j--) {
+                u64 t = keys[j];
+                keys[j] = keys[j - 1];
+                keys[j - 1] = t;
+            }
+        for (u32 i = 0; i < n; i++)
+            qm_put_u48be(pg + (size_t)i * QM_HIX_REC, keys[i]);
+        u64 lo_key = keys[0], hi_key = rnd() % 2 ? keys[n - 1] + 1 + rnd() % 1000 : 1ull << 48;
+        if (round % 5 == 4) { /* bounds that lie */
+            lo_key = rnd() >> 16;
+            hi_key = rnd() % 2 ? lo_key : rnd() >> 16;
+        }
+        for (int q = 0; q < 40; q++) {
+            u64 key = q < 10    ? keys[rnd() % n]
+                      : q < 20  ? keys[rnd() % n] + 1
+                      : q < 30  ? rnd() >> 16
+                      : q == 30 ? 0
+                      : q == 31 ? (1ull << 48) - 1
+                                : keys[rnd() % n] - 1;
+            u32 want = 0;
+            while (want < n && keys[want] < key)
+                want++;
+            u32 got = hix_page_search(pg, n, key, lo_key, hi_key);
+            if (got != want) {
+                CHECK_EQ_U64(got, want);
+                return;
+            }
+        }
+    }
+    CHECK_EQ_U64(hix_page_search(pg, 0, 5, 0, 10), 0);
+}
+
 int
 main(void)
 {
     REQUIRE(mkdtemp(dir) != NULL);
+    test_page_search();
     test_random();
     test_empty();
     free(fe);
