@@ -96,7 +96,8 @@ page_lower_bound(const run *r, u64 p, const u8 *pg, u64 key)
 /*
  * Run pages recently read by this thread, keyed by (run id, page): the lookups of one key
  * (find, then the predecessor's records) and the update stage's lookups right after the
- * prefetcher's usually want the same page. A page is CRC-checked when it enters. p points
+ * prefetcher's usually want the same page. A page is CRC-checked when it enters (a page of the
+ * run's mapping only the first time: pc_admit). p points
  * at the page: into the run's mapping (hix_run_map), else at buf, where pread put it. A
  * mapping lives as long as its run, and a run is replaced only under the writer lock, while
  * no lookup runs; entries of a replaced run are never matched again (run ids are unique).
