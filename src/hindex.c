@@ -70,6 +70,13 @@ layer_free(layer *l)
     free(l);
 }
 
+/* A run's DRAM: the sparse index and the bits of pages checked in the mapping. */
+static u64
+run_dram(const run *r)
+{
+    return r->npages * 6 + (r->checked ? (r->npages + 63) / 64 * sizeof(u64) : 0);
+}
+
 static u64
 layer_bytes(const layer *l)
 {
@@ -844,7 +851,7 @@ qm_hix_dram_bytes(const qm_hindex *xc)
 {
     qm_hindex *x = (qm_hindex *)xc;
     pthread_mutex_lock(&x->mu);
-    u64 b = sizeof(*x) + x->r.npages * 6 + x->out.npages * 6 + layer_bytes(x->a) +
+    u64 b = sizeof(*x) + run_dram(&x->r) + run_dram(&x->out) + layer_bytes(x->a) +
             layer_bytes(x->f) + (x->bulk ? x->bulk->cap * QM_HIX_REC : 0);
     pthread_mutex_unlock(&x->mu);
     return b;

@@ -252,10 +252,8 @@ test_hpfile_map(void)
     CHECK(!qm_hpfile_resident(&f, 1000, 8));
     CHECK(!qm_hpfile_resident(&f, 190000, 8192)); /* across a segment end */
     CHECK(!qm_hpfile_resident(&f, 190000, 0));
-    /* Pages dropped from the page cache (clean: the file was synced) are not resident. The
-     * whole segment file is dropped (the page cache may hold it as one large folio, which a
-     * smaller range cannot split); on a file system that cannot drop them (tmpfs keeps its
-     * pages) the drop is seen through mincore first. */
+    /* Pages dropped from the page cache (clean: the file was synced) are not resident; seen
+     * through mincore first (file_pages_dropped), since a file system may keep them. */
     char segpath[256];
     snprintf(segpath, sizeof(segpath), "%s/m.0000000003", dir); /* not viewed yet */
     if (file_pages_dropped(segpath)) {
