@@ -299,10 +299,13 @@ overlay_collect(const qm_hindex *x, layer *const *ls, recvec *rv)
     return 0;
 }
 
+/* Whether a layer of ls (NULL-terminated, at most 2) erased pos; filt, built from their
+ * erased sets, answers most positions (those no layer erased) without asking the sets. */
 static bool
-dead_in(const void *arg, u64 pos)
+dead_in(layer *const *ls, const qm_posfilt *filt, u64 pos)
 {
-    const layer *const *ls = arg; /* NULL-terminated, at most 2 */
+    if (!qm_posfilt_maybe(filt, pos))
+        return false;
     for (; *ls; ls++)
         if (qm_posset_has(&(*ls)->del, pos))
             return true;
@@ -320,6 +323,14 @@ hix_merged_walk(qm_hindex *x, const run *r, layer *const *ls, qm_hix_fn fn, void
     recvec rv = {0};
     rreader rd = {x, r, NULL, 0, 0, 0, err};
     int rc = 0;
+    /* Every run record is asked about, and few were erased: a merge starts when the overlay's
+     * changes reach a twelfth of the run's records (hindex.c). */
+    const qm_posset *sets[2];
+    unsigned nsets = 0;
+    for (unsigned k = 0; ls[k] && nsets < 2; k++)
+        sets[nsets++] = &ls[k]->del;
+    qm_posfilt filt;
+    qm_posfilt_build(&filt, sets, nsets);
     QM_TRY(overlay_collect(x, ls, &rv));
     rd.buf = hix_big_realloc(NULL, 0, RR_PAGES * QM_HIX_PAGE);
     if (!rd.buf) {
@@ -332,7 +343,7 @@ hix_merged_walk(qm_hindex *x, const run *r, layer *const *ls, qm_hix_fn fn, void
     u64 j = 0;
     while (!rc && (rec || j < rv.n)) {
         if (rec && (j >= rv.n || memcmp(rec, rv.v + j * QM_HIX_REC, 6) <= 0)) {
-            if (!dead_in(ls, rec_pos12(rec)))
+            if (!dead_in(ls, &filt, rec_pos12(rec)))
                 rc = fn(arg, rec, rec_pos12(rec));
             if (!rc)
                 rc = rr_next(&rd, &rec);
@@ -342,6 +353,7 @@ hix_merged_walk(qm_hindex *x, const run *r, layer *const *ls, qm_hix_fn fn, void
         }
     }
 out:
+    qm_posfilt_free(&filt);
     hix_big_free(rd.buf, RR_PAGES * QM_HIX_PAGE);
     hix_big_free(rv.v, rv.cap * QM_HIX_REC);
     return rc;

@@ -8,22 +8,13 @@
 
 #include <stdlib.h>
 
-/* Positions are usually multiples of 8: their low bits carry nothing. The high bits are
- * folded down so that a tag kept there (prefetch.c keeps the shard) reaches the slot index. */
-static inline u64
-ps_hash(u64 pos)
-{
-    u64 x = pos >> 3;
-    return (x ^ x >> 31) * 0x9E3779B97F4A7C15ull;
-}
-
 bool
 qm_posset_has(const qm_posset *s, u64 pos)
 {
     if (s->n == 0)
         return false;
     u64 m = s->cap - 1;
-    for (u64 i = ps_hash(pos) >> 20 & m;; i = (i + 1) & m) {
+    for (u64 i = qm_posset_hash(pos) >> 20 & m;; i = (i + 1) & m) {
         if (s->slot[i] == pos + 1)
             return true;
         if (s->slot[i] == 0)
@@ -42,7 +33,7 @@ qm_posset_add(qm_posset *s, u64 pos)
         for (u64 i = 0; i < s->cap; i++) {
             if (!s->slot[i])
                 continue;
-            u64 j = ps_hash(s->slot[i] - 1) >> 20 & (ncap - 1);
+            u64 j = qm_posset_hash(s->slot[i] - 1) >> 20 & (ncap - 1);
             while (ns[j])
                 j = (j + 1) & (ncap - 1);
             ns[j] = s->slot[i];
@@ -51,7 +42,7 @@ qm_posset_add(qm_posset *s, u64 pos)
         s->slot = ns;
         s->cap = ncap;
     }
-    u64 m = s->cap - 1, i = ps_hash(pos) >> 20 & m;
+    u64 m = s->cap - 1, i = qm_posset_hash(pos) >> 20 & m;
     while (s->slot[i] && s->slot[i] != pos + 1)
         i = (i + 1) & m;
     if (s->slot[i])
@@ -66,4 +57,35 @@ qm_posset_free(qm_posset *s)
 {
     free(s->slot);
     memset(s, 0, sizeof(*s));
+}
+
+void
+qm_posfilt_build(qm_posfilt *f, const qm_posset *const *sets, unsigned nsets)
+{
+    u64 n = 0;
+    for (unsigned k = 0; k < nsets; k++)
+        n += sets[k]->n;
+    f->bits = NULL;
+    if (n == 0)
+        return;
+    unsigned lg = 12; /* 4,096 bits at least */
+    while (lg < 40 && (1ull << lg) < 16 * n)
+        lg++;
+    f->shift = 64 - lg;
+    f->bits = calloc((1ull << lg) / 64, sizeof(u64));
+    if (!f->bits)
+        return; /* every answer maybe: slower, not wrong */
+    for (unsigned k = 0; k < nsets; k++)
+        for (u64 i = 0; i < sets[k]->cap; i++)
+            if (sets[k]->slot[i]) {
+                u64 b = qm_posset_hash(sets[k]->slot[i] - 1) >> f->shift;
+                f->bits[b / 64] |= 1ull << (b % 64);
+            }
+}
+
+void
+qm_posfilt_free(qm_posfilt *f)
+{
+    free(f->bits);
+    f->bits = NULL;
 }

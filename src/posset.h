@@ -3,7 +3,8 @@
  * posset.h -- a set of 64-bit log positions (open addressing, grown at 3/4 full): the hybrid
  * indexer's erased positions (hindex.c) and the reads a large qmdb_get_many already queued
  * (prefetch.c). Positions are multiples of 8 in the common use; any value but UINT64_MAX may
- * be stored.
+ * be stored. Also a filter of positions (qm_posfilt) for walks that ask the same sets about
+ * many positions, most of them absent: a merge of the hybrid indexer's run (hixrun.c).
  *
  * Thread: none of its own; a set is guarded by its owner.
  */
@@ -21,5 +22,39 @@ typedef struct qm_posset {
 QM_HIDDEN int qm_posset_add(qm_posset *s, u64 pos);
 QM_HIDDEN bool qm_posset_has(const qm_posset *s, u64 pos);
 QM_HIDDEN void qm_posset_free(qm_posset *s);
+
+/* The hash both use. Positions are usually multiples of 8: their low bits carry nothing. The
+ * high bits are folded down so that a tag kept there (prefetch.c keeps the shard) reaches the
+ * slot index. */
+static inline u64
+qm_posset_hash(u64 pos)
+{
+    u64 x = pos >> 3;
+    return (x ^ x >> 31) * 0x9E3779B97F4A7C15ull;
+}
+
+/*
+ * A bit per hashed position, a power of two of at least 16 bits per position of the sets it
+ * was built from (2 to 4 bytes): "no" means in none of them, "maybe" (3-6% of absent
+ * positions) that the sets must be asked. A fifth of the sets' size or less (their slots are 8
+ * bytes, 3/8 to 3/4 used), so more of it stays in the CPU's caches. Valid while the sets do not
+ * change. Without bits (no memory, or nothing in the sets) every answer is maybe.
+ */
+typedef struct qm_posfilt {
+    u64 *bits;
+    unsigned shift; /* a position's bit: its hash >> shift */
+} qm_posfilt;
+
+QM_HIDDEN void qm_posfilt_build(qm_posfilt *f, const qm_posset *const *sets, unsigned nsets);
+QM_HIDDEN void qm_posfilt_free(qm_posfilt *f);
+
+static inline bool
+qm_posfilt_maybe(const qm_posfilt *f, u64 pos)
+{
+    if (!f->bits)
+        return true;
+    u64 b = qm_posset_hash(pos) >> f->shift;
+    return (f->bits[b / 64] >> (b % 64)) & 1;
+}
 
 #endif /* QM_POSSET_H */

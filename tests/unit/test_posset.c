@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_posset.c -- the position set against a sorted-array model: random positions (multiples
  * of 8, as log positions are) with a 4-bit tag in the top bits (as prefetch.c keeps the
- * shard), repeats, growth through many capacities, and lookups of absent values. */
+ * shard), repeats, growth through many capacities, and lookups of absent values; the filter
+ * of positions built from two sets: never "no" for a member of either, rarely "maybe" for
+ * others, and "maybe" for everything when it has no bits. */
 #include "../test.h"
 #include "posset.h"
 
@@ -60,6 +62,39 @@ main(void)
         wrong += qm_posset_has(&s, v + 1) != model_has(sorted, m, v + 1); /* not multiples */
     }
     CHECK_EQ_U64(wrong, 0);
+
+    /* The filter of s and a second set of other positions. */
+    qm_posset s2 = {0};
+    for (size_t i = 0; i < 30000; i++)
+        CHECK(qm_posset_add(&s2, (1000000 + test_xorshift(&rng) % 1000000) * 8) >= 0);
+    const qm_posset *both[2] = {&s, &s2};
+    qm_posfilt f;
+    qm_posfilt_build(&f, both, 2);
+    CHECK(f.bits != NULL);
+    u64 nbits = 1ull << (64 - f.shift), npos = s.n + s2.n; /* the power of two >= 16 per position */
+    CHECK(nbits >= 16 * npos && nbits / 2 < 16 * npos);
+    long missed = 0, maybe = 0, absent = 0;
+    for (size_t i = 0; i < m; i++)
+        missed += !qm_posfilt_maybe(&f, sorted[i]);
+    for (u64 i = 0; i < s2.cap; i++)
+        missed += s2.slot[i] && !qm_posfilt_maybe(&f, s2.slot[i] - 1);
+    for (size_t i = 0; i < 200000; i++) {
+        u64 v = (3000000 + test_xorshift(&rng) % 1000000) * 8; /* in neither set */
+        absent++;
+        maybe += qm_posfilt_maybe(&f, v);
+    }
+    CHECK_EQ_U64(missed, 0);
+    CHECK(maybe > 0 && maybe * 100 < absent * 10); /* about 1 - e^(-1/16), 6% */
+    qm_posfilt_free(&f);
+    CHECK(f.bits == NULL && qm_posfilt_maybe(&f, sorted[0]) && qm_posfilt_maybe(&f, 8));
+    qm_posset empty = {0};
+    const qm_posset *none[1] = {&empty};
+    qm_posfilt_build(&f, none, 1);
+    CHECK(f.bits == NULL && qm_posfilt_maybe(&f, 8));
+    qm_posfilt_build(&f, none, 0);
+    CHECK(f.bits == NULL);
+    qm_posset_free(&s2);
+
     qm_posset_free(&s);
     CHECK(s.slot == NULL && s.n == 0 && s.cap == 0);
     CHECK(!qm_posset_has(&s, vals[0]));
