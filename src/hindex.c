@@ -441,12 +441,12 @@ run_collect(qm_hindex *x, u64 key, posv *pv, qm_err *err)
     return 0;
 }
 
-/* Run records with key key6 that no overlay erased. */
+/* Run records with key key6 that no overlay erased. memo: ask and fill the memo. */
 static int
-run_find(qm_hindex *x, const u8 key6[6], outv *o, qm_err *err)
+run_find(qm_hindex *x, const u8 key6[6], outv *o, bool memo, qm_err *err)
 {
     u64 key = k48(key6);
-    memo_ent me, *m = hix_memo_get(x, key, &me) ? &me : NULL;
+    memo_ent me, *m = memo && hix_memo_get(x, key, &me) ? &me : NULL;
     if (m && (m->flags & MEMO_F)) {
         for (unsigned i = 0; i < m->nf; i++)
             if (!run_dead(x, m->fpos[i]))
@@ -459,7 +459,7 @@ run_find(qm_hindex *x, const u8 key6[6], outv *o, qm_err *err)
     for (size_t i = 0; !rc && i < pv.n; i++)
         if (!run_dead(x, pv.v[i]))
             ov_add(o, pv.v[i]);
-    if (!rc && pv.n <= MEMO_POS) {
+    if (!rc && memo && pv.n <= MEMO_POS) {
         memo_ent v = {.flags = MEMO_F, .nf = (u8)pv.n};
         memcpy(v.fpos, pv.v, pv.n * sizeof(u64));
         hix_memo_put(x, key, &v);
@@ -570,14 +570,32 @@ overlay_find(qm_hindex *x, const u8 key6[6], outv *o)
     return 0;
 }
 
-int
-qm_hix_find(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
+static int
+hix_find(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n, bool memo)
 {
     outv o = {out, cap, 0};
-    QM_RET(run_find(x, kh, &o, x->err));
+    QM_RET(run_find(x, kh, &o, memo, x->err));
     QM_RET(overlay_find(x, kh, &o));
     *n = o.n;
     return 0;
+}
+
+int
+qm_hix_find(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
+{
+    return hix_find(x, kh, out, cap, n, true);
+}
+
+/* While the logs fit in memory the run's pages do too (a run record is 12 bytes, an entry
+ * hundreds), and the memo saves the update stage only a search of a page in DRAM; asking it
+ * costs a point read a probe of a table of the block's keys that almost never holds the key,
+ * and filling it a slot: 15% of a point read's samples at 10M uncapped (docs/BENCH.md, "Point
+ * reads of the hybrid indexer skip the memo"). When the logs do not fit, the memo saves a
+ * device read of the page, and point reads keep using it. */
+int
+qm_hix_find_point(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
+{
+    return hix_find(x, kh, out, cap, n, !qm_logs_fit());
 }
 
 static bool
@@ -611,7 +629,7 @@ qm_hix_pred(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
         qm_put_u48be(k6, best);
         QM_RET(overlay_find(x, k6, &o));
     }
-    QM_RET(run_find(x, kh, &o, x->err));
+    QM_RET(run_find(x, kh, &o, true, x->err));
     QM_RET(overlay_find(x, kh, &o));
     *n = o.n;
     return 0;

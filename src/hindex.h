@@ -59,6 +59,9 @@ QM_HIDDEN void qm_hix_free(qm_hindex *x);
  * cap written. Errors: I/O, or QMDB_CORRUPT for a run page failing its CRC. */
 QM_HIDDEN int qm_hix_find(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n);
 QM_HIDDEN int qm_hix_pred(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n);
+/* qm_hix_find for a client's point read: the same answer; the per-block memo is neither asked
+ * nor filled while the process's logs fit in memory (qm_logs_fit). */
+QM_HIDDEN int qm_hix_find_point(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n);
 
 QM_HIDDEN int qm_hix_insert(qm_hindex *x, const u8 kh[32], u64 pos);
 /* Removes record (kh, pos); the caller guarantees it exists (the updater read it). */

@@ -29,6 +29,16 @@ qm_ix_find(qm_ix *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
     return 0;
 }
 
+/* As qm_ix_find, for a client's point read (the hybrid's memo is for the block's reads). */
+static inline int
+qm_ix_find_point(qm_ix *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
+{
+    if (x->hyb)
+        return qm_hix_find_point(x->hyb, kh, out, cap, n);
+    *n = qm_index_find(&x->mem, kh, out, cap);
+    return 0;
+}
+
 /* Predecessor candidates of kh (see qm_index_pred_candidates). */
 static inline int
 qm_ix_pred(qm_ix *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)

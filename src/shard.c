@@ -340,7 +340,8 @@ shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf, q
 {
     u64 cand[16];
     size_t n;
-    QM_RET(qm_ix_find(&s->index, kh, cand, QM_ARRAY_LEN(cand), &n));
+    QM_RET(who == RD_UPDATER ? qm_ix_find(&s->index, kh, cand, QM_ARRAY_LEN(cand), &n)
+                             : qm_ix_find_point(&s->index, kh, cand, QM_ARRAY_LEN(cand), &n));
     if (n > QM_ARRAY_LEN(cand))
         return QM_CORRUPT(s->err, "shard %u: %zu index records share one key-hash prefix", s->id,
                           n);

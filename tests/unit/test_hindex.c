@@ -12,6 +12,7 @@
 #include "codec.h"
 #include "hindex.h"
 #include "hindex_int.h"
+#include "hugefolio.h"
 #include "indexer.h"
 
 #include <fcntl.h>
@@ -417,6 +418,60 @@ test_memo_full(qm_hindex *x)
     CHECK_EQ_U64(qm_hix_memo_bytes(x), small);
 }
 
+/* One round of point lookups of every live key and as many absent ones; the run pages they
+ * took. Each answer must equal qm_hix_find's (sorted, as check_lookup compares). */
+static u64
+point_round(qm_hindex *x, const u8 (*absent)[32], u32 nabsent)
+{
+    u64 r0 = qm_hix_page_reads(x);
+    for (u32 i = 0; i < nlive + nabsent; i++) {
+        const u8 *kh = i < nlive ? khs[live_list[i]] : absent[i - nlive];
+        size_t n = 0, m = qm_index_find(&ref, kh, gb, CAP);
+        CHECK_OK(qm_hix_find_point(x, kh, ga, CAP, &n));
+        CHECK_EQ_U64(n, m);
+        REQUIRE(m <= CAP);
+        qsort(ga, QM_MIN(n, m), 8, cmp_u64);
+        qsort(gb, QM_MIN(n, m), 8, cmp_u64);
+        CHECK(n == m && memcmp(ga, gb, n * 8) == 0);
+    }
+    return qm_hix_page_reads(x) - r0;
+}
+
+/* Point lookups (qm_hix_find_point) answer as the model does. While the logs fit in memory
+ * (nothing else is open in this process) they leave the memo alone: a second round takes
+ * the run pages again. When the
+ * logs do not fit (here: a huge log counted, qm_huge_account) they ask and fill it as
+ * qm_hix_find does, so the second round takes few pages. */
+static void
+test_point_lookup(qm_hindex *x)
+{
+    enum { NABS = 2000 };
+    static u8 absent[NABS][32];
+    for (int i = 0; i < NABS; i++)
+        gen_key(absent[i], 0);
+    CHECK(qm_logs_fit());
+    qm_hix_memo_reset(x);
+    CHECK_OK(qm_hix_memo_reserve(x, nlive + NABS));
+    u64 first = point_round(x, absent, NABS);
+    u64 again = point_round(x, absent, NABS);
+    CHECK(first >= nlive / 2);
+    CHECK(again * 10 >= first * 9); /* the thread's few cached pages differ at the start */
+    printf("point lookups: %" PRIu64 " page reads, then %" PRIu64 "\n", first, again);
+    qm_hix_memo_reset(x);
+    const int64_t huge = (int64_t)1 << 62;
+    qm_huge_account(huge);
+    CHECK(!qm_logs_fit());
+    CHECK_OK(qm_hix_memo_reserve(x, nlive + NABS));
+    first = point_round(x, absent, NABS);
+    again = point_round(x, absent, NABS);
+    qm_huge_account(-huge);
+    CHECK(qm_logs_fit());
+    CHECK(first >= nlive / 2);
+    CHECK(again * 4 <= first); /* keys whose records do not fit an entry are read again */
+    printf("point lookups: %" PRIu64 " page reads, then %" PRIu64 " with the memo\n", first, again);
+    qm_hix_memo_reset(x);
+}
+
 /* Run positions of kh's lookup with a fresh memo (so its run page is read). */
 static size_t
 find_fresh(qm_hindex *x, const u8 kh[32], u64 *out)
@@ -565,6 +620,7 @@ test_random(void)
            (u64)ref.count, qm_hix_merges(x), qm_hix_page_reads(x));
     test_install_after_block(x);
     test_memo_full(x);
+    test_point_lookup(x);
     test_pages(x);
 
     /* Checkpoint round trip. */
