@@ -33,10 +33,7 @@ qm_ix_find(qm_ix *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
 static inline int
 qm_ix_find_point(qm_ix *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
 {
-    if (x->hyb)
-        return qm_hix_find_point(x->hyb, kh, out, cap, n);
-    *n = qm_index_find(&x->mem, kh, out, cap);
-    return 0;
+    return x->hyb ? qm_hix_find_point(x->hyb, kh, out, cap, n) : qm_ix_find(x, kh, out, cap, n);
 }
 
 /* Predecessor candidates of kh (see qm_index_pred_candidates). */

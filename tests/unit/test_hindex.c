@@ -124,33 +124,40 @@ cmp_kp(const void *a, const void *b)
     return c ? c : x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* find, then pred (as sets of positions, with the totals) against the model. */
+typedef int (*hix_fn)(qm_hindex *, const u8 *, u64 *, size_t, size_t *);
+typedef size_t (*model_fn)(const qm_index *, const u8 *, u64 *, size_t);
+
+/* One lookup (as a set of positions, with the total) against the model's. */
+static void
+check_one(qm_hindex *x, const u8 kh[32], hix_fn hix, model_fn mod, const char *what)
+{
+    size_t n = 0, m = mod(&ref, kh, gb, CAP), fails = (size_t)test_failures;
+    memset(ga, 0xff, sizeof(ga)); /* positions counted but never written show up */
+    CHECK_OK(hix(x, kh, ga, CAP, &n));
+    CHECK_EQ_U64(n, m);
+    REQUIRE(m <= CAP);
+    qsort(ga, QM_MIN(n, m), 8, cmp_u64);
+    qsort(gb, QM_MIN(n, m), 8, cmp_u64);
+    CHECK(n == m && memcmp(ga, gb, n * 8) == 0);
+    u64 few[2]; /* a short buffer still gets the total count, and only true positions */
+    if (n == m && n >= 3 && hix(x, kh, few, 2, &n) == 0) {
+        CHECK_EQ_U64(n, m);
+        CHECK(bsearch(&few[0], gb, m, 8, cmp_u64) && bsearch(&few[1], gb, m, 8, cmp_u64));
+    }
+    if ((size_t)test_failures != fails) {
+        fprintf(stderr, "  %s differs (%zu vs %zu positions) for", what, n, m);
+        test_hexdump("", kh, 8);
+    }
+}
+
+/* find, then pred, against the model. */
 static void
 check_lookup(qm_hindex *x, const u8 kh[32])
 {
-    int (*hix[2])(qm_hindex *, const u8 *, u64 *, size_t, size_t *) = {qm_hix_find, qm_hix_pred};
-    size_t (*mod[2])(const qm_index *, const u8 *, u64 *, size_t) = {qm_index_find,
-                                                                     qm_index_pred_candidates};
+    check_one(x, kh, qm_hix_find, qm_index_find, "find");
     /* pred of a sentry prefix lies in the previous unit, not in the model's answer */
-    for (int k = 0; k < (get32(kh + 2) ? 2 : 1); k++) {
-        size_t n = 0, m = mod[k](&ref, kh, gb, CAP), fails = (size_t)test_failures;
-        memset(ga, 0xff, sizeof(ga)); /* positions counted but never written show up */
-        CHECK_OK(hix[k](x, kh, ga, CAP, &n));
-        CHECK_EQ_U64(n, m);
-        REQUIRE(m <= CAP);
-        qsort(ga, QM_MIN(n, m), 8, cmp_u64);
-        qsort(gb, QM_MIN(n, m), 8, cmp_u64);
-        CHECK(n == m && memcmp(ga, gb, n * 8) == 0);
-        u64 few[2]; /* a short buffer still gets the total count, and only true positions */
-        if (n == m && n >= 3 && hix[k](x, kh, few, 2, &n) == 0) {
-            CHECK_EQ_U64(n, m);
-            CHECK(bsearch(&few[0], gb, m, 8, cmp_u64) && bsearch(&few[1], gb, m, 8, cmp_u64));
-        }
-        if ((size_t)test_failures != fails) {
-            fprintf(stderr, "  %s differs (%zu vs %zu positions) for", k ? "pred" : "find", n, m);
-            test_hexdump("", kh, 8);
-        }
-    }
+    if (get32(kh + 2))
+        check_one(x, kh, qm_hix_pred, qm_index_pred_candidates, "pred");
 }
 
 static int
@@ -418,30 +425,22 @@ test_memo_full(qm_hindex *x)
     CHECK_EQ_U64(qm_hix_memo_bytes(x), small);
 }
 
-/* One round of point lookups of every live key and as many absent ones; the run pages they
- * took. Each answer must equal qm_hix_find's (sorted, as check_lookup compares). */
+/* One round of point lookups of every live key and as many absent ones, each checked against
+ * the model; the run pages they took. */
 static u64
 point_round(qm_hindex *x, const u8 (*absent)[32], u32 nabsent)
 {
     u64 r0 = qm_hix_page_reads(x);
-    for (u32 i = 0; i < nlive + nabsent; i++) {
-        const u8 *kh = i < nlive ? khs[live_list[i]] : absent[i - nlive];
-        size_t n = 0, m = qm_index_find(&ref, kh, gb, CAP);
-        CHECK_OK(qm_hix_find_point(x, kh, ga, CAP, &n));
-        CHECK_EQ_U64(n, m);
-        REQUIRE(m <= CAP);
-        qsort(ga, QM_MIN(n, m), 8, cmp_u64);
-        qsort(gb, QM_MIN(n, m), 8, cmp_u64);
-        CHECK(n == m && memcmp(ga, gb, n * 8) == 0);
-    }
+    for (u32 i = 0; i < nlive + nabsent; i++)
+        check_one(x, i < nlive ? khs[live_list[i]] : absent[i - nlive], qm_hix_find_point,
+                  qm_index_find, "point find");
     return qm_hix_page_reads(x) - r0;
 }
 
 /* Point lookups (qm_hix_find_point) answer as the model does. While the logs fit in memory
- * (nothing else is open in this process) they leave the memo alone: a second round takes
- * the run pages again. When the
- * logs do not fit (here: a huge log counted, qm_huge_account) they ask and fill it as
- * qm_hix_find does, so the second round takes few pages. */
+ * (nothing else is open in this process) they leave the memo alone: a second round takes the
+ * run pages again. When the logs do not fit (here: a huge log counted, qm_huge_account) they
+ * ask and fill it as qm_hix_find does, so the second round takes few pages. */
 static void
 test_point_lookup(qm_hindex *x)
 {
