@@ -2,13 +2,17 @@
 /*
  * rio.c -- batched entry reads with io_uring or a pread thread pool (see rio.h).
  *
- * io_uring path: RIO_LANES lanes, each one ring of depth qd; each in-flight read owns one slot
- * buffer of 8 KiB (4 KiB aligned, enough for a 4 KiB read widened to alignment). Completions
- * are handled on the calling thread as they arrive and their slots reused, so memory stays
- * RIO_LANES * qd * 8 KiB however many reads a batch holds. A failed submission finishes the
- * batch with pread. A batch takes a free lane, so two threads' batches (a qmdb_get_many's
- * index pages beside its helper's entry reads, or a reader's beside the prefetch stage's) are
- * on the device at once instead of one waiting for the other to end.
+ * io_uring path: RIO_LANES lanes, each one ring of depth qd; each read owns one slot buffer
+ * of 8 KiB (4 KiB aligned, enough for a 4 KiB read widened to alignment) from when it is
+ * queued until its completion has been handled. A lane has 2 * qd slots: the completions
+ * that have arrived are taken off the ring, the reads that replace them are submitted into
+ * the spare slots (RIO_SUBMIT_GROUP per system call), and only then are the completions
+ * handed to the caller, so the device does not wait for the caller's completion work (the
+ * device tends to finish a queue's reads in bursts). Memory stays RIO_LANES * 2 * qd * 8 KiB
+ * however many reads a batch holds. A failed submission finishes the batch with pread. A
+ * batch takes a free lane, so two threads' batches (a qmdb_get_many's index pages beside its
+ * helper's entry reads, or a reader's beside the prefetch stage's) are on the device at once
+ * instead of one waiting for the other to end.
  *
  * pread path: the shared worker pool runs one job per shard; each job reads its shard's
  * requests in order into its own buffer.
@@ -44,8 +48,11 @@ typedef struct rio_lane {
 #ifdef QMDB_HAVE_URING
     struct io_uring ring; /* set up iff r->uring and the lane is below r->nlanes */
 #endif
-    u8 *bufs; /* qd slot buffers (io_uring) or RIO_JOBS job buffers (pread) */
+    u8 *bufs; /* 2 * qd slot buffers (io_uring) or RIO_JOBS job buffers (pread) */
     u16 *free_slots;
+    u64 *aoffs;  /* io_uring: each slot's aligned offset */
+    u64 *reaped; /* io_uring: completions taken off the ring, not yet handled (user data) */
+    int *reaped_res;
     /* The batch being run (guarded by mu, read by the pread jobs). */
     const qm_io *io;
     const qm_rreq *reqs;
@@ -144,28 +151,63 @@ rio_run_pread(rio_lane *l, const qm_rreq *reqs, size_t n)
 }
 
 #ifdef QMDB_HAVE_URING
+/* Reads given to the kernel per system call. The device starts on a call's reads only once
+ * the kernel has prepared all of them (a few microseconds each), so a refill of a whole queue
+ * in one call would leave it idle that long after every burst of completions; smaller groups
+ * cost a system call and a device notification each (docs/BENCH.md, "Batched reads: the
+ * device waits for the submissions"). */
+#define RIO_SUBMIT_GROUP 16u
+
+/* Queues up to `max` reads from *next while fewer than qd are in flight and a slot is free;
+ * how many. */
+static unsigned
+rio_fill(rio_lane *l, const qm_rreq *reqs, size_t n, size_t *next, size_t *inflight, size_t *nfree,
+         unsigned max)
+{
+    const qm_rio *r = l->r;
+    unsigned k = 0;
+    while (k < max && *next < n && *inflight<r->qd && * nfree> 0) {
+        struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
+        if (!sqe)
+            break;
+        unsigned slot = l->free_slots[--*nfree];
+        u32 alen;
+        rio_window(r, &reqs[*next], &l->aoffs[slot], &alen);
+        io_uring_prep_read(sqe, reqs[*next].fd, l->bufs + (size_t)slot * RIO_SLOT, alen,
+                           l->aoffs[slot]);
+        io_uring_sqe_set_data64(sqe, ((u64)*next << 16) | slot);
+        (*next)++;
+        (*inflight)++;
+        k++;
+    }
+    return k;
+}
+
+/* Queues and submits reads a group at a time, keeping the last group queued for the caller's
+ * submit-and-wait when `keep_last` (a failed submission shows there). */
+static void
+rio_refill(rio_lane *l, const qm_rreq *reqs, size_t n, size_t *next, size_t *inflight,
+           size_t *nfree, bool keep_last)
+{
+    while (rio_fill(l, reqs, n, next, inflight, nfree, RIO_SUBMIT_GROUP) == RIO_SUBMIT_GROUP) {
+        if (keep_last && (*next >= n || *inflight >= l->r->qd || *nfree == 0))
+            return;
+        if (io_uring_submit(&l->ring) < 0)
+            return; /* left queued: the next submit-and-wait reports it */
+    }
+    if (!keep_last)
+        (void)io_uring_submit(&l->ring);
+}
+
 static int
 rio_run_uring(rio_lane *l, const qm_rreq *reqs, size_t n)
 {
     const qm_rio *r = l->r;
-    size_t next = 0, inflight = 0, nfree = r->qd;
-    u64 aoffs[1024];
-    for (unsigned i = 0; i < r->qd; i++)
+    size_t next = 0, inflight = 0, nfree = 2 * (size_t)r->qd;
+    for (unsigned i = 0; i < 2 * r->qd; i++)
         l->free_slots[i] = (u16)i;
     while (next < n || inflight > 0) {
-        while (next < n && nfree > 0) {
-            struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
-            if (!sqe)
-                break;
-            unsigned slot = l->free_slots[--nfree];
-            u32 alen;
-            rio_window(r, &reqs[next], &aoffs[slot], &alen);
-            io_uring_prep_read(sqe, reqs[next].fd, l->bufs + (size_t)slot * RIO_SLOT, alen,
-                               aoffs[slot]);
-            io_uring_sqe_set_data64(sqe, ((u64)next << 16) | slot);
-            next++;
-            inflight++;
-        }
+        rio_refill(l, reqs, n, &next, &inflight, &nfree, true);
         int rc = io_uring_submit_and_wait(&l->ring, 1);
         if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
             /* The ring is unusable: finish what was queued but not completed, then the rest,
@@ -175,7 +217,7 @@ rio_run_uring(rio_lane *l, const qm_rreq *reqs, size_t n)
             while (inflight > 0 && io_uring_wait_cqe(&l->ring, &cqe) == 0) {
                 u64 d = io_uring_cqe_get_data64(cqe);
                 unsigned slot = d & 0xFFFF;
-                rio_complete(l, &reqs[d >> 16], l->bufs + (size_t)slot * RIO_SLOT, aoffs[slot],
+                rio_complete(l, &reqs[d >> 16], l->bufs + (size_t)slot * RIO_SLOT, l->aoffs[slot],
                              cqe->res);
                 io_uring_cqe_seen(&l->ring, cqe);
                 inflight--;
@@ -183,25 +225,35 @@ rio_run_uring(rio_lane *l, const qm_rreq *reqs, size_t n)
             rio_pread_range(l, reqs, next, n, l->bufs);
             return 0;
         }
+        /* Take the completions off the ring (at most qd: no more are in flight), put their
+         * replacements on the device, then hand them over. */
         struct io_uring_cqe *cqe;
         unsigned head, seen = 0;
         io_uring_for_each_cqe(&l->ring, head, cqe)
         {
-            u64 d = io_uring_cqe_get_data64(cqe);
-            unsigned slot = d & 0xFFFF;
-            const qm_rreq *q = &reqs[d >> 16];
-            ssize_t res = cqe->res;
-            if (res == -EAGAIN || res == -EINTR) { /* rare: retry synchronously */
-                u32 alen;
-                rio_window(r, q, &aoffs[slot], &alen);
-                res = rio_pread(q->fd, l->bufs + (size_t)slot * RIO_SLOT, alen, aoffs[slot]);
-            }
-            rio_complete(l, q, l->bufs + (size_t)slot * RIO_SLOT, aoffs[slot], res);
-            l->free_slots[nfree++] = (u16)slot;
-            inflight--;
+            if (seen == r->qd)
+                break;
+            l->reaped[seen] = io_uring_cqe_get_data64(cqe);
+            l->reaped_res[seen] = cqe->res;
             seen++;
         }
         io_uring_cq_advance(&l->ring, seen);
+        inflight -= seen;
+        if (next < n && seen > 0) /* a failure shows at the next submit_and_wait */
+            rio_refill(l, reqs, n, &next, &inflight, &nfree, false);
+        for (unsigned k = 0; k < seen; k++) {
+            u64 d = l->reaped[k];
+            unsigned slot = d & 0xFFFF;
+            const qm_rreq *q = &reqs[d >> 16];
+            ssize_t res = l->reaped_res[k];
+            if (res == -EAGAIN || res == -EINTR) { /* rare: retry synchronously */
+                u32 alen;
+                rio_window(r, q, &l->aoffs[slot], &alen);
+                res = rio_pread(q->fd, l->bufs + (size_t)slot * RIO_SLOT, alen, l->aoffs[slot]);
+            }
+            rio_complete(l, q, l->bufs + (size_t)slot * RIO_SLOT, l->aoffs[slot], res);
+            l->free_slots[nfree++] = (u16)slot;
+        }
     }
     return 0;
 }
@@ -234,8 +286,11 @@ rio_lane_bufs(rio_lane *l, size_t nbufs, unsigned qd)
         l->bufs = NULL;
         return -ENOMEM;
     }
-    l->free_slots = malloc(qd * sizeof(u16));
-    return l->free_slots ? 0 : -ENOMEM;
+    l->free_slots = malloc(nbufs * sizeof(u16));
+    l->aoffs = malloc(nbufs * sizeof(u64));
+    l->reaped = malloc(qd * sizeof(u64));
+    l->reaped_res = malloc(qd * sizeof(int));
+    return l->free_slots && l->aoffs && l->reaped && l->reaped_res ? 0 : -ENOMEM;
 }
 
 int
@@ -266,7 +321,7 @@ qm_rio_new(unsigned qd, bool direct, int uring, qm_rio **out)
 #endif
     int rc = 0;
     for (unsigned i = 0; i < r->nlanes && !rc; i++)
-        rc = rio_lane_bufs(&r->lane[i], r->uring ? r->qd : RIO_JOBS, r->qd);
+        rc = rio_lane_bufs(&r->lane[i], r->uring ? 2 * (size_t)r->qd : RIO_JOBS, r->qd);
     if (!rc && !r->uring)
         rc = qm_pool_new(RIO_PREAD_THREADS, &r->pool);
     if (rc) {
@@ -290,6 +345,9 @@ qm_rio_free(qm_rio *r)
 #endif
         free(l->bufs);
         free(l->free_slots);
+        free(l->aoffs);
+        free(l->reaped);
+        free(l->reaped_res);
         pthread_mutex_destroy(&l->mu);
     }
     qm_pool_free(r->pool);

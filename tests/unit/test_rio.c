@@ -4,7 +4,8 @@
  * the end comes short, a bad descriptor is an error for that request alone; and with io_uring,
  * two threads' batches run at the same time (each in its own lane): a completion of the first
  * batch waits for the second batch to finish, which would never happen if one batch had to end
- * before the next began. */
+ * before the next began. Queue depths of 1 and 20 with io_uring cover a single slot and refills
+ * that end on a partial submission group. */
 #include "../test.h"
 #include "rio.h"
 
@@ -180,11 +181,18 @@ main(void)
             qm_rio_free(r);
         }
     }
-    /* A queue depth of 1 with io_uring: one slot, every request still answered. */
-    qm_rio *r1;
-    CHECK_OK(qm_rio_new(1, false, 1, &r1));
-    check_batch(r1, fd, 5);
-    qm_rio_free(r1);
+    /* A queue depth of 1 with io_uring: one slot, every request still answered. And a depth
+     * that is not a multiple of the submission group (rio.c submits 16 reads per call), so
+     * that refills end on partial groups. */
+    unsigned depths[] = {1, 20};
+    for (unsigned k = 0; k < 2; k++) {
+        for (int direct = 0; direct <= (dfd >= 0); direct++) {
+            qm_rio *r1;
+            CHECK_OK(qm_rio_new(depths[k], direct, 1, &r1));
+            check_batch(r1, direct ? dfd : fd, 5 + k);
+            qm_rio_free(r1);
+        }
+    }
     if (dfd >= 0)
         close(dfd);
     close(fd);
