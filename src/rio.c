@@ -50,9 +50,6 @@ typedef struct rio_lane {
 #endif
     u8 *bufs; /* 2 * qd slot buffers (io_uring) or RIO_JOBS job buffers (pread) */
     u16 *free_slots;
-    u64 *aoffs;  /* io_uring: each slot's aligned offset */
-    u64 *reaped; /* io_uring: completions taken off the ring, not yet handled (user data) */
-    int *reaped_res;
     /* The batch being run (guarded by mu, read by the pread jobs). */
     const qm_io *io;
     const qm_rreq *reqs;
@@ -158,102 +155,96 @@ rio_run_pread(rio_lane *l, const qm_rreq *reqs, size_t n)
  * device waits for the submissions"). */
 #define RIO_SUBMIT_GROUP 16u
 
-/* Queues up to `max` reads from *next while fewer than qd are in flight and a slot is free;
- * how many. */
-static unsigned
-rio_fill(rio_lane *l, const qm_rreq *reqs, size_t n, size_t *next, size_t *inflight, size_t *nfree,
-         unsigned max)
+/* One batch on one lane: requests [next, n) are still to be queued; `inflight` are on the
+ * ring (queued or submitted, not yet taken off it); `nfree` slots are free. */
+typedef struct rio_batch {
+    const qm_rreq *reqs;
+    size_t n, next, inflight, nfree;
+} rio_batch;
+
+/* Queues reads while fewer than qd are in flight and a slot is free, and submits them
+ * RIO_SUBMIT_GROUP at a time. A failed submission leaves them queued: the caller's next
+ * submit-and-wait tries again and reports it. */
+static void
+rio_refill(rio_lane *l, rio_batch *b)
 {
     const qm_rio *r = l->r;
-    unsigned k = 0;
-    while (k < max && *next < n && *inflight<r->qd && * nfree> 0) {
-        struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
-        if (!sqe)
-            break;
-        unsigned slot = l->free_slots[--*nfree];
-        u32 alen;
-        rio_window(r, &reqs[*next], &l->aoffs[slot], &alen);
-        io_uring_prep_read(sqe, reqs[*next].fd, l->bufs + (size_t)slot * RIO_SLOT, alen,
-                           l->aoffs[slot]);
-        io_uring_sqe_set_data64(sqe, ((u64)*next << 16) | slot);
-        (*next)++;
-        (*inflight)++;
-        k++;
+    for (;;) {
+        unsigned k = 0;
+        while (k < RIO_SUBMIT_GROUP && b->next < b->n && b->inflight < r->qd && b->nfree > 0) {
+            struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
+            if (!sqe)
+                break;
+            unsigned slot = l->free_slots[--b->nfree];
+            u64 aoff;
+            u32 alen;
+            rio_window(r, &b->reqs[b->next], &aoff, &alen);
+            io_uring_prep_read(sqe, b->reqs[b->next].fd, l->bufs + (size_t)slot * RIO_SLOT, alen,
+                               aoff);
+            io_uring_sqe_set_data64(sqe, ((u64)b->next << 16) | slot);
+            b->next++;
+            b->inflight++;
+            k++;
+        }
+        if (k == 0 || io_uring_submit(&l->ring) < 0 || k < RIO_SUBMIT_GROUP)
+            return;
     }
-    return k;
 }
 
-/* Queues and submits reads a group at a time, keeping the last group queued for the caller's
- * submit-and-wait when `keep_last` (a failed submission shows there). */
+/* Hands over request q's read, done into `slot` with result res. */
 static void
-rio_refill(rio_lane *l, const qm_rreq *reqs, size_t n, size_t *next, size_t *inflight,
-           size_t *nfree, bool keep_last)
+rio_finish(rio_lane *l, const qm_rreq *q, unsigned slot, ssize_t res)
 {
-    while (rio_fill(l, reqs, n, next, inflight, nfree, RIO_SUBMIT_GROUP) == RIO_SUBMIT_GROUP) {
-        if (keep_last && (*next >= n || *inflight >= l->r->qd || *nfree == 0))
-            return;
-        if (io_uring_submit(&l->ring) < 0)
-            return; /* left queued: the next submit-and-wait reports it */
-    }
-    if (!keep_last)
-        (void)io_uring_submit(&l->ring);
+    u8 *buf = l->bufs + (size_t)slot * RIO_SLOT;
+    u64 aoff;
+    u32 alen;
+    rio_window(l->r, q, &aoff, &alen);
+    if (res == -EAGAIN || res == -EINTR) /* rare: retry synchronously */
+        res = rio_pread(q->fd, buf, alen, aoff);
+    rio_complete(l, q, buf, aoff, res);
 }
 
 static int
 rio_run_uring(rio_lane *l, const qm_rreq *reqs, size_t n)
 {
     const qm_rio *r = l->r;
-    size_t next = 0, inflight = 0, nfree = 2 * (size_t)r->qd;
+    rio_batch b = {reqs, n, 0, 0, 2 * (size_t)r->qd};
     for (unsigned i = 0; i < 2 * r->qd; i++)
         l->free_slots[i] = (u16)i;
-    while (next < n || inflight > 0) {
-        rio_refill(l, reqs, n, &next, &inflight, &nfree, true);
+    while (b.next < n || b.inflight > 0) {
+        rio_refill(l, &b);
         int rc = io_uring_submit_and_wait(&l->ring, 1);
         if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
             /* The ring is unusable: finish what was queued but not completed, then the rest,
              * with pread (on this thread: the pread pool exists only without io_uring).
              * Completions already reaped were handed over. */
             struct io_uring_cqe *cqe;
-            while (inflight > 0 && io_uring_wait_cqe(&l->ring, &cqe) == 0) {
+            while (b.inflight > 0 && io_uring_wait_cqe(&l->ring, &cqe) == 0) {
                 u64 d = io_uring_cqe_get_data64(cqe);
-                unsigned slot = d & 0xFFFF;
-                rio_complete(l, &reqs[d >> 16], l->bufs + (size_t)slot * RIO_SLOT, l->aoffs[slot],
-                             cqe->res);
+                rio_finish(l, &reqs[d >> 16], d & 0xFFFF, cqe->res);
                 io_uring_cqe_seen(&l->ring, cqe);
-                inflight--;
+                b.inflight--;
             }
-            rio_pread_range(l, reqs, next, n, l->bufs);
+            rio_pread_range(l, reqs, b.next, n, l->bufs);
             return 0;
         }
-        /* Take the completions off the ring (at most qd: no more are in flight), put their
-         * replacements on the device, then hand them over. */
+        /* The completions that have arrived: their replacements go to the device first (into
+         * the spare slots), then they are handed over and taken off the ring. The ring has
+         * room: at most qd of them wait here, and at most qd more reads are in flight. */
         struct io_uring_cqe *cqe;
-        unsigned head, seen = 0;
+        unsigned head, seen = io_uring_cq_ready(&l->ring), done = 0;
+        b.inflight -= seen;
+        rio_refill(l, &b);
         io_uring_for_each_cqe(&l->ring, head, cqe)
         {
-            if (seen == r->qd)
+            if (done == seen)
                 break;
-            l->reaped[seen] = io_uring_cqe_get_data64(cqe);
-            l->reaped_res[seen] = cqe->res;
-            seen++;
+            u64 d = io_uring_cqe_get_data64(cqe);
+            rio_finish(l, &reqs[d >> 16], d & 0xFFFF, cqe->res);
+            l->free_slots[b.nfree++] = (u16)(d & 0xFFFF);
+            done++;
         }
         io_uring_cq_advance(&l->ring, seen);
-        inflight -= seen;
-        if (next < n && seen > 0) /* a failure shows at the next submit_and_wait */
-            rio_refill(l, reqs, n, &next, &inflight, &nfree, false);
-        for (unsigned k = 0; k < seen; k++) {
-            u64 d = l->reaped[k];
-            unsigned slot = d & 0xFFFF;
-            const qm_rreq *q = &reqs[d >> 16];
-            ssize_t res = l->reaped_res[k];
-            if (res == -EAGAIN || res == -EINTR) { /* rare: retry synchronously */
-                u32 alen;
-                rio_window(r, q, &l->aoffs[slot], &alen);
-                res = rio_pread(q->fd, l->bufs + (size_t)slot * RIO_SLOT, alen, l->aoffs[slot]);
-            }
-            rio_complete(l, q, l->bufs + (size_t)slot * RIO_SLOT, l->aoffs[slot], res);
-            l->free_slots[nfree++] = (u16)slot;
-        }
     }
     return 0;
 }
@@ -280,17 +271,14 @@ rio_probe(rio_lane *l, unsigned qd)
 #endif
 
 static int
-rio_lane_bufs(rio_lane *l, size_t nbufs, unsigned qd)
+rio_lane_bufs(rio_lane *l, size_t nbufs)
 {
     if (posix_memalign((void **)&l->bufs, RIO_ALIGN, nbufs * RIO_SLOT) != 0) {
         l->bufs = NULL;
         return -ENOMEM;
     }
     l->free_slots = malloc(nbufs * sizeof(u16));
-    l->aoffs = malloc(nbufs * sizeof(u64));
-    l->reaped = malloc(qd * sizeof(u64));
-    l->reaped_res = malloc(qd * sizeof(int));
-    return l->free_slots && l->aoffs && l->reaped && l->reaped_res ? 0 : -ENOMEM;
+    return l->free_slots ? 0 : -ENOMEM;
 }
 
 int
@@ -321,7 +309,7 @@ qm_rio_new(unsigned qd, bool direct, int uring, qm_rio **out)
 #endif
     int rc = 0;
     for (unsigned i = 0; i < r->nlanes && !rc; i++)
-        rc = rio_lane_bufs(&r->lane[i], r->uring ? 2 * (size_t)r->qd : RIO_JOBS, r->qd);
+        rc = rio_lane_bufs(&r->lane[i], r->uring ? 2 * (size_t)r->qd : RIO_JOBS);
     if (!rc && !r->uring)
         rc = qm_pool_new(RIO_PREAD_THREADS, &r->pool);
     if (rc) {
@@ -345,9 +333,6 @@ qm_rio_free(qm_rio *r)
 #endif
         free(l->bufs);
         free(l->free_slots);
-        free(l->aoffs);
-        free(l->reaped);
-        free(l->reaped_res);
         pthread_mutex_destroy(&l->mu);
     }
     qm_pool_free(r->pool);

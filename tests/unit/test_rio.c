@@ -5,7 +5,8 @@
  * two threads' batches run at the same time (each in its own lane): a completion of the first
  * batch waits for the second batch to finish, which would never happen if one batch had to end
  * before the next began. Queue depths of 1 and 20 with io_uring cover a single slot and refills
- * that end on a partial submission group. */
+ * that end on a partial submission group, also with completions slow enough that the reads
+ * submitted before them land while they are handed over. */
 #include "../test.h"
 #include "rio.h"
 
@@ -20,6 +21,10 @@
 #define NREQ 600u
 
 static u8 filebytes[FILE_LEN];
+/* When set, each completion waits before it looks at its bytes, so reads submitted meanwhile
+ * (rio.c submits the replacements before it hands completions over) land first: one that
+ * went into a slot still being handed over would change the bytes compared. */
+static bool slow_done;
 
 typedef struct got {
     atomic_int calls[NREQ];
@@ -31,6 +36,8 @@ on_done(void *arg, const qm_rreq *r, const u8 *data, size_t n, int rc)
 {
     got *g = arg;
     atomic_fetch_add(&g->calls[r->tag], 1);
+    if (slow_done)
+        usleep(50);
     if (rc < 0) {
         g->bad[r->tag] = 2;
         return;
@@ -190,6 +197,9 @@ main(void)
             qm_rio *r1;
             CHECK_OK(qm_rio_new(depths[k], direct, 1, &r1));
             check_batch(r1, direct ? dfd : fd, 5 + k);
+            slow_done = true; /* slots in use while the next reads land */
+            check_batch(r1, direct ? dfd : fd, 9 + k);
+            slow_done = false;
             qm_rio_free(r1);
         }
     }
