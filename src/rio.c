@@ -4,10 +4,10 @@
  *
  * io_uring path: RIO_LANES lanes, each one ring of depth qd; each read owns one slot buffer
  * of 8 KiB (4 KiB aligned, enough for a 4 KiB read widened to alignment) from when it is
- * queued until its completion has been handled. A lane has 2 * qd slots: the completions
- * that have arrived are taken off the ring, the reads that replace them are submitted into
- * the spare slots (RIO_SUBMIT_GROUP per system call), and only then are the completions
- * handed to the caller, so the device does not wait for the caller's completion work (the
+ * queued until its completion has been handled. A lane has 2 * qd slots: when completions
+ * arrive, the reads that replace them are submitted first, into the spare slots
+ * (RIO_SUBMIT_GROUP per system call), and only then are the completions handed to the caller
+ * and taken off the ring, so the device does not wait for the caller's completion work (the
  * device tends to finish a queue's reads in bursts). Memory stays RIO_LANES * 2 * qd * 8 KiB
  * however many reads a batch holds. A failed submission finishes the batch with pread. A
  * batch takes a free lane, so two threads' batches (a qmdb_get_many's index pages beside its
