@@ -9,8 +9,11 @@
  * (RIO_SUBMIT_GROUP per system call), and only then are the completions handed to the caller
  * and taken off the ring, so the device does not wait for the caller's completion work (the
  * device tends to finish a queue's reads in bursts). Memory stays RIO_LANES * 2 * qd * 8 KiB
- * however many reads a batch holds. A failed submission finishes the batch with pread. A
- * batch takes a free lane, so two threads' batches (a qmdb_get_many's index pages beside its
+ * however many reads a batch holds. A ring that fails for good (a system call error other
+ * than EINTR, EAGAIN or EBUSY) ends io_uring on its lane: the reads the kernel took are
+ * waited for, those it never took and the rest of the batch are read with pread, and the
+ * lane's later batches use pread on their caller's thread (rio_fail). A batch takes a free
+ * lane, so two threads' batches (a qmdb_get_many's index pages beside its
  * helper's entry reads, or a reader's beside the prefetch stage's) are on the device at once
  * instead of one waiting for the other to end.
  *
@@ -50,6 +53,9 @@ typedef struct rio_lane {
 #endif
     u8 *bufs; /* 2 * qd slot buffers (io_uring) or RIO_JOBS job buffers (pread) */
     u16 *free_slots;
+    size_t *slot_req; /* io_uring: the request each slot holds; SIZE_MAX: none */
+    bool broken;      /* io_uring failed on this lane: its batches use pread (rio_fail) */
+    unsigned spare;   /* then: a slot no read of the kernel's can still land in */
     /* The batch being run (guarded by mu, read by the pread jobs). */
     const qm_io *io;
     const qm_rreq *reqs;
@@ -64,6 +70,7 @@ struct qm_rio {
     unsigned nlanes; /* RIO_LANES with io_uring; 1 with the pread pool, which is one pool */
     qm_pool *pool;
     u64 reads;
+    long fail_in; /* tests: > 0, the rings "fail" at the fail_in-th system call from now */
     rio_lane lane[RIO_LANES];
 };
 
@@ -156,11 +163,35 @@ rio_run_pread(rio_lane *l, const qm_rreq *reqs, size_t n)
 #define RIO_SUBMIT_GROUP 16u
 
 /* One batch on one lane: requests [next, n) are still to be queued; `inflight` are on the
- * ring (queued or submitted, not yet taken off it); `nfree` slots are free. */
+ * ring (queued or submitted, not yet taken off it), of which the last `unsub` queued were not
+ * taken by the kernel yet (it takes queued reads in order); `nfree` slots are free. */
 typedef struct rio_batch {
     const qm_rreq *reqs;
-    size_t n, next, inflight, nfree;
+    size_t n, next, inflight, unsub, nfree;
 } rio_batch;
+
+/* Tests (qm_rio_fail_in): whether this system call on the ring is to fail as one that failed
+ * for good would; once one has, every later one does. */
+static bool
+rio_fake_fail(const rio_lane *l)
+{
+    qm_rio *r = (qm_rio *)l->r;
+    long v = __atomic_load_n(&r->fail_in, __ATOMIC_RELAXED);
+    if (v < 0)
+        return true;
+    if (v == 0 || __atomic_sub_fetch(&r->fail_in, 1, __ATOMIC_RELAXED) != 0)
+        return false;
+    __atomic_store_n(&r->fail_in, -1, __ATOMIC_RELAXED);
+    return true;
+}
+
+/* The kernel took k of the queued reads. */
+static void
+rio_taken(rio_batch *b, int k)
+{
+    if (k > 0)
+        b->unsub -= QM_MIN((size_t)k, b->unsub);
+}
 
 /* Queues reads while fewer than qd are in flight and a slot is free, and submits them
  * RIO_SUBMIT_GROUP at a time. A failed submission leaves them queued: the caller's next
@@ -182,11 +213,17 @@ rio_refill(rio_lane *l, rio_batch *b)
             io_uring_prep_read(sqe, b->reqs[b->next].fd, l->bufs + (size_t)slot * RIO_SLOT, alen,
                                aoff);
             io_uring_sqe_set_data64(sqe, ((u64)b->next << 16) | slot);
+            l->slot_req[slot] = b->next;
             b->next++;
             b->inflight++;
+            b->unsub++;
             k++;
         }
-        if (k == 0 || io_uring_submit(&l->ring) < 0 || k < RIO_SUBMIT_GROUP)
+        if (k == 0)
+            return;
+        int got = rio_fake_fail(l) ? -EIO : io_uring_submit(&l->ring);
+        rio_taken(b, got);
+        if (got < 0 || k < RIO_SUBMIT_GROUP)
             return;
     }
 }
@@ -204,28 +241,60 @@ rio_finish(rio_lane *l, const qm_rreq *q, unsigned slot, ssize_t res)
     rio_complete(l, q, buf, aoff, res);
 }
 
+/* Submits what is queued and waits for a completion. */
+static int
+rio_enter(rio_lane *l)
+{
+    return rio_fake_fail(l) ? -EIO : io_uring_submit_and_wait(&l->ring, 1);
+}
+
+/*
+ * The ring failed for good. No read is queued on it again: the lane's later batches use pread
+ * (qm_rio_run). The reads the kernel took are waited for and handed over as usual; those it
+ * never took (the last b->unsub queued: requests [next - unsub, next), still in the ring's
+ * queue) and those not queued yet are read with pread into a free slot. If even the wait
+ * fails, the reads the kernel took may still land in their slots: their requests are read
+ * with pread too, and those slots are never used again (the lane keeps its buffers until
+ * qm_rio_free, which closes the ring first). Every request is handed over once.
+ */
+static void
+rio_fail(rio_lane *l, rio_batch *b)
+{
+    const qm_rio *r = l->r;
+    l->broken = true;
+    size_t first_unsub = b->next - b->unsub, taken = b->inflight - b->unsub;
+    struct io_uring_cqe *cqe;
+    while (taken > 0 && io_uring_wait_cqe(&l->ring, &cqe) == 0) {
+        u64 d = io_uring_cqe_get_data64(cqe);
+        rio_finish(l, &b->reqs[d >> 16], d & 0xFFFF, cqe->res);
+        l->slot_req[d & 0xFFFF] = SIZE_MAX;
+        l->free_slots[b->nfree++] = (u16)(d & 0xFFFF);
+        io_uring_cqe_seen(&l->ring, cqe);
+        taken--;
+    }
+    l->spare = l->free_slots[0]; /* free: at most qd of the 2 * qd slots are in flight */
+    u8 *buf = l->bufs + (size_t)l->spare * RIO_SLOT;
+    for (unsigned s = 0; taken > 0 && s < 2 * r->qd; s++) /* the reads the kernel kept */
+        if (l->slot_req[s] < first_unsub)
+            rio_pread_range(l, b->reqs, l->slot_req[s], l->slot_req[s] + 1, buf);
+    rio_pread_range(l, b->reqs, first_unsub, b->n, buf);
+}
+
 static int
 rio_run_uring(rio_lane *l, const qm_rreq *reqs, size_t n)
 {
     const qm_rio *r = l->r;
-    rio_batch b = {reqs, n, 0, 0, 2 * (size_t)r->qd};
-    for (unsigned i = 0; i < 2 * r->qd; i++)
+    rio_batch b = {reqs, n, 0, 0, 0, 2 * (size_t)r->qd};
+    for (unsigned i = 0; i < 2 * r->qd; i++) {
         l->free_slots[i] = (u16)i;
+        l->slot_req[i] = SIZE_MAX;
+    }
     while (b.next < n || b.inflight > 0) {
         rio_refill(l, &b);
-        int rc = io_uring_submit_and_wait(&l->ring, 1);
+        int rc = rio_enter(l);
+        rio_taken(&b, rc);
         if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-            /* The ring is unusable: finish what was queued but not completed, then the rest,
-             * with pread (on this thread: the pread pool exists only without io_uring).
-             * Completions already reaped were handed over. */
-            struct io_uring_cqe *cqe;
-            while (b.inflight > 0 && io_uring_wait_cqe(&l->ring, &cqe) == 0) {
-                u64 d = io_uring_cqe_get_data64(cqe);
-                rio_finish(l, &reqs[d >> 16], d & 0xFFFF, cqe->res);
-                io_uring_cqe_seen(&l->ring, cqe);
-                b.inflight--;
-            }
-            rio_pread_range(l, reqs, b.next, n, l->bufs);
+            rio_fail(l, &b);
             return 0;
         }
         /* The completions that have arrived: their replacements go to the device first (into
@@ -241,6 +310,7 @@ rio_run_uring(rio_lane *l, const qm_rreq *reqs, size_t n)
                 break;
             u64 d = io_uring_cqe_get_data64(cqe);
             rio_finish(l, &reqs[d >> 16], d & 0xFFFF, cqe->res);
+            l->slot_req[d & 0xFFFF] = SIZE_MAX;
             l->free_slots[b.nfree++] = (u16)(d & 0xFFFF);
             done++;
         }
@@ -278,7 +348,8 @@ rio_lane_bufs(rio_lane *l, size_t nbufs)
         return -ENOMEM;
     }
     l->free_slots = malloc(nbufs * sizeof(u16));
-    return l->free_slots ? 0 : -ENOMEM;
+    l->slot_req = malloc(nbufs * sizeof(size_t));
+    return l->free_slots && l->slot_req ? 0 : -ENOMEM;
 }
 
 int
@@ -333,6 +404,7 @@ qm_rio_free(qm_rio *r)
 #endif
         free(l->bufs);
         free(l->free_slots);
+        free(l->slot_req);
         pthread_mutex_destroy(&l->mu);
     }
     qm_pool_free(r->pool);
@@ -355,6 +427,25 @@ unsigned
 qm_rio_lanes(const qm_rio *r)
 {
     return r->nlanes;
+}
+
+unsigned
+qm_rio_broken_lanes(const qm_rio *r)
+{
+    unsigned k = 0;
+    for (unsigned i = 0; i < r->nlanes; i++) {
+        rio_lane *l = (rio_lane *)&r->lane[i];
+        pthread_mutex_lock(&l->mu);
+        k += l->broken;
+        pthread_mutex_unlock(&l->mu);
+    }
+    return k;
+}
+
+void
+qm_rio_fail_in(qm_rio *r, long calls)
+{
+    __atomic_store_n(&r->fail_in, calls, __ATOMIC_RELAXED);
 }
 
 u64
@@ -383,7 +474,14 @@ qm_rio_run(qm_rio *r, const qm_rreq *reqs, size_t n, qm_rio_done done, void *arg
     __atomic_fetch_add(&r->reads, n, __ATOMIC_RELAXED);
     int rc;
 #ifdef QMDB_HAVE_URING
-    rc = r->uring ? rio_run_uring(l, reqs, n) : rio_run_pread(l, reqs, n);
+    if (!r->uring) {
+        rc = rio_run_pread(l, reqs, n);
+    } else if (l->broken) { /* on this thread: the pread pool exists only without io_uring */
+        rio_pread_range(l, reqs, 0, n, l->bufs + (size_t)l->spare * RIO_SLOT);
+        rc = 0;
+    } else {
+        rc = rio_run_uring(l, reqs, n);
+    }
 #else
     rc = rio_run_pread(l, reqs, n);
 #endif

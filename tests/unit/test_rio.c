@@ -6,7 +6,8 @@
  * batch waits for the second batch to finish, which would never happen if one batch had to end
  * before the next began. Queue depths of 1 and 20 with io_uring cover a single slot and refills
  * that end on a partial submission group, also with completions slow enough that the reads
- * submitted before them land while they are handed over. */
+ * submitted before them land while they are handed over. A ring that fails for good in the
+ * middle of a batch still answers every request once, and its lane reads with pread after. */
 #include "../test.h"
 #include "rio.h"
 
@@ -153,6 +154,32 @@ check_two_lanes(qm_rio *r, int fd)
     pthread_cond_destroy(&p.cv);
 }
 
+/* The ring fails for good at its at-th system call (qm_rio_fail_in): a submission that fails
+ * leaves reads queued that the kernel never took, and the submit-and-wait after it fails: every
+ * request is still answered once with the file's bytes (the reads the kernel took are waited for,
+ * the others read with pread), the lane is marked and reads with pread from then on, and the
+ * batches after it are answered as before. */
+static void
+check_fail(int fd, bool direct, unsigned qd)
+{
+    const long at[] = {1, 2, 7, 40, 300}; /* a depth of 32 makes fewer than 40 calls */
+    for (unsigned k = 0; k < (qd == 1 ? 5u : 3u); k++) {
+        qm_rio *r;
+        CHECK_OK(qm_rio_new(qd, direct, 1, &r));
+        if (!r || !qm_rio_uring(r)) {
+            qm_rio_free(r);
+            return;
+        }
+        qm_rio_fail_in(r, at[k]);
+        check_batch(r, fd, 31 + k);
+        CHECK_EQ_U64(qm_rio_broken_lanes(r), 1);
+        check_batch(r, fd, 41 + k);
+        check_batch(r, fd, 51 + k);
+        CHECK_EQ_U64(qm_rio_broken_lanes(r), 1);
+        qm_rio_free(r);
+    }
+}
+
 int
 main(void)
 {
@@ -202,6 +229,10 @@ main(void)
             slow_done = false;
             qm_rio_free(r1);
         }
+    }
+    for (int direct = 0; direct <= (dfd >= 0); direct++) {
+        check_fail(direct ? dfd : fd, direct, 1);
+        check_fail(direct ? dfd : fd, direct, 32);
     }
     if (dfd >= 0)
         close(dfd);
