@@ -44,6 +44,7 @@
 #define RIO_JOBS 16u
 #define RIO_PREAD_THREADS 8u
 #define RIO_LANES 2u
+#define RIO_QD_MAX 1024u
 
 typedef struct rio_lane {
     pthread_mutex_t mu;
@@ -53,7 +54,7 @@ typedef struct rio_lane {
 #endif
     u8 *bufs; /* 2 * qd slot buffers (io_uring) or RIO_JOBS job buffers (pread) */
     u16 *free_slots;
-    size_t *slot_req; /* io_uring: the request each slot holds; SIZE_MAX: none */
+    size_t *slot_req; /* io_uring: the request each slot in use holds (the free ones: stale) */
     bool broken;      /* io_uring failed on this lane: its batches use pread (rio_fail) */
     unsigned spare;   /* then: a slot no read of the kernel's can still land in */
     /* The batch being run (guarded by mu, read by the pread jobs). */
@@ -70,7 +71,8 @@ struct qm_rio {
     unsigned nlanes; /* RIO_LANES with io_uring; 1 with the pread pool, which is one pool */
     qm_pool *pool;
     u64 reads;
-    long fail_in; /* tests: > 0, the rings "fail" at the fail_in-th system call from now */
+    long fail_in;    /* tests: > 0, the rings "fail" at the fail_in-th system call from now */
+    bool fail_waits; /* tests: and then waits for completions fail too */
     rio_lane lane[RIO_LANES];
 };
 
@@ -170,12 +172,15 @@ typedef struct rio_batch {
     size_t n, next, inflight, unsub, nfree;
 } rio_batch;
 
-/* Tests (qm_rio_fail_in): whether this system call on the ring is to fail as one that failed
- * for good would; once one has, every later one does. */
+/* Tests (qm_rio_fail_in): whether this system call on the ring (a submission; or a wait, when
+ * wait) is to fail as one on a ring that failed for good would; once one has, every later
+ * one does. */
 static bool
-rio_fake_fail(const rio_lane *l)
+rio_fake_fail(const rio_lane *l, bool wait)
 {
     qm_rio *r = (qm_rio *)l->r;
+    if (wait)
+        return r->fail_waits && __atomic_load_n(&r->fail_in, __ATOMIC_RELAXED) < 0;
     long v = __atomic_load_n(&r->fail_in, __ATOMIC_RELAXED);
     if (v < 0)
         return true;
@@ -221,7 +226,7 @@ rio_refill(rio_lane *l, rio_batch *b)
         }
         if (k == 0)
             return;
-        int got = rio_fake_fail(l) ? -EIO : io_uring_submit(&l->ring);
+        int got = rio_fake_fail(l, false) ? -EIO : io_uring_submit(&l->ring);
         rio_taken(b, got);
         if (got < 0 || k < RIO_SUBMIT_GROUP)
             return;
@@ -245,7 +250,15 @@ rio_finish(rio_lane *l, const qm_rreq *q, unsigned slot, ssize_t res)
 static int
 rio_enter(rio_lane *l)
 {
-    return rio_fake_fail(l) ? -EIO : io_uring_submit_and_wait(&l->ring, 1);
+    return rio_fake_fail(l, false) ? -EIO : io_uring_submit_and_wait(&l->ring, 1);
+}
+
+/* Hands over the read of completion d (request << 16 | slot) and frees its slot. */
+static void
+rio_slot_done(rio_lane *l, rio_batch *b, u64 d, ssize_t res)
+{
+    rio_finish(l, &b->reqs[d >> 16], d & 0xFFFF, res);
+    l->free_slots[b->nfree++] = (u16)(d & 0xFFFF);
 }
 
 /*
@@ -264,19 +277,21 @@ rio_fail(rio_lane *l, rio_batch *b)
     l->broken = true;
     size_t first_unsub = b->next - b->unsub, taken = b->inflight - b->unsub;
     struct io_uring_cqe *cqe;
-    while (taken > 0 && io_uring_wait_cqe(&l->ring, &cqe) == 0) {
-        u64 d = io_uring_cqe_get_data64(cqe);
-        rio_finish(l, &b->reqs[d >> 16], d & 0xFFFF, cqe->res);
-        l->slot_req[d & 0xFFFF] = SIZE_MAX;
-        l->free_slots[b->nfree++] = (u16)(d & 0xFFFF);
+    while (taken > 0 && !rio_fake_fail(l, true) && io_uring_wait_cqe(&l->ring, &cqe) == 0) {
+        rio_slot_done(l, b, io_uring_cqe_get_data64(cqe), cqe->res);
         io_uring_cqe_seen(&l->ring, cqe);
         taken--;
     }
     l->spare = l->free_slots[0]; /* free: at most qd of the 2 * qd slots are in flight */
     u8 *buf = l->bufs + (size_t)l->spare * RIO_SLOT;
-    for (unsigned s = 0; taken > 0 && s < 2 * r->qd; s++) /* the reads the kernel kept */
-        if (l->slot_req[s] < first_unsub)
-            rio_pread_range(l, b->reqs, l->slot_req[s], l->slot_req[s] + 1, buf);
+    if (taken > 0) { /* the reads the kernel kept: the slots not free below first_unsub */
+        u64 isfree[2 * RIO_QD_MAX / 64] = {0};
+        for (size_t i = 0; i < b->nfree; i++)
+            isfree[l->free_slots[i] / 64] |= 1ull << (l->free_slots[i] % 64);
+        for (unsigned s = 0; s < 2 * r->qd; s++)
+            if (!(isfree[s / 64] >> (s % 64) & 1) && l->slot_req[s] < first_unsub)
+                rio_pread_range(l, b->reqs, l->slot_req[s], l->slot_req[s] + 1, buf);
+    }
     rio_pread_range(l, b->reqs, first_unsub, b->n, buf);
 }
 
@@ -285,10 +300,8 @@ rio_run_uring(rio_lane *l, const qm_rreq *reqs, size_t n)
 {
     const qm_rio *r = l->r;
     rio_batch b = {reqs, n, 0, 0, 0, 2 * (size_t)r->qd};
-    for (unsigned i = 0; i < 2 * r->qd; i++) {
+    for (unsigned i = 0; i < 2 * r->qd; i++)
         l->free_slots[i] = (u16)i;
-        l->slot_req[i] = SIZE_MAX;
-    }
     while (b.next < n || b.inflight > 0) {
         rio_refill(l, &b);
         int rc = rio_enter(l);
@@ -308,10 +321,7 @@ rio_run_uring(rio_lane *l, const qm_rreq *reqs, size_t n)
         {
             if (done == seen)
                 break;
-            u64 d = io_uring_cqe_get_data64(cqe);
-            rio_finish(l, &reqs[d >> 16], d & 0xFFFF, cqe->res);
-            l->slot_req[d & 0xFFFF] = SIZE_MAX;
-            l->free_slots[b.nfree++] = (u16)(d & 0xFFFF);
+            rio_slot_done(l, &b, io_uring_cqe_get_data64(cqe), cqe->res);
             done++;
         }
         io_uring_cq_advance(&l->ring, seen);
@@ -364,7 +374,7 @@ qm_rio_new(unsigned qd, bool direct, int uring, qm_rio **out)
         r->lane[i].r = r;
     }
     r->direct = direct;
-    r->qd = QM_MAX(1u, QM_MIN(qd, 1024u));
+    r->qd = QM_MAX(1u, QM_MIN(qd, RIO_QD_MAX));
     r->nlanes = 1;
     const char *env = getenv("QMDB_NO_URING");
 #ifdef QMDB_HAVE_URING
@@ -443,8 +453,9 @@ qm_rio_broken_lanes(const qm_rio *r)
 }
 
 void
-qm_rio_fail_in(qm_rio *r, long calls)
+qm_rio_fail_in(qm_rio *r, long calls, bool waits)
 {
+    r->fail_waits = waits;
     __atomic_store_n(&r->fail_in, calls, __ATOMIC_RELAXED);
 }
 

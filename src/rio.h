@@ -54,8 +54,9 @@ QM_HIDDEN int qm_rio_run(qm_rio *r, const qm_rreq *reqs, size_t n, qm_rio_done d
 /* Lanes whose ring failed for good and that now read with pread (a statistic). */
 QM_HIDDEN unsigned qm_rio_broken_lanes(const qm_rio *r);
 /* Tests: the calls-th system call on a ring from now on (a submission, or a submission and
- * wait; any lane) and every one after it fail as they would on a ring that failed for good. */
-QM_HIDDEN void qm_rio_fail_in(qm_rio *r, long calls);
+ * wait; any lane) and every one after it fail as they would on a ring that failed for good;
+ * with waits, the waits for the reads the kernel took fail too. Set while no batch runs. */
+QM_HIDDEN void qm_rio_fail_in(qm_rio *r, long calls, bool waits);
 /* Reads issued so far (a statistic). */
 QM_HIDDEN u64 qm_rio_reads(const qm_rio *r);
 
