@@ -202,7 +202,8 @@ typedef struct qmdb_options {
 #define QMDB_OPEN_NO_PIPELINE 0x10u
 /** Open flag: batched reads (prefetch, qmdb_get_many) use O_DIRECT, bypassing the page cache
  *  (for databases much larger than memory). By default they are buffered without
- *  read-ahead. */
+ *  read-ahead. An entry still in the page cache (most often one written a moment ago) is
+ *  copied from it rather than read from the device (qmdb_stats.page_cache_reads). */
 #define QMDB_OPEN_DIRECT_IO 0x20u
 /** Open flag, for recovery by an operator: open although one META slot is damaged (blank,
  *  truncated away, or both of its copies invalid), using the other, valid slot. Without it
@@ -438,6 +439,11 @@ typedef struct qmdb_stats {
     uint64_t rollback_walked;        /**< of rollback_reactivated: the ones found by walking
                                           their twig (blocks with no usable sXX.dpos record:
                                           committed before the file existed, or damaged) */
+    uint64_t page_cache_reads;       /**< entries that batched reads copied from the page
+                                          cache instead of reading them from the device,
+                                          since open: with QMDB_OPEN_DIRECT_IO where memory
+                                          is short (docs/DESIGN.md, "Batched reads"); they
+                                          are not counted in batched_reads */
 } qmdb_stats;
 
 /** Initializer: qmdb_stats st = QMDB_STATS_INIT; */

@@ -122,6 +122,61 @@ qm_trust_resident(qm_trust *t, const void *addr, size_t len)
     return in;
 }
 
+/* Where memory is short, batched reads use O_DIRECT and skip the page cache, yet part of an
+ * entry log is still cached: mostly its youngest pages, written through it a moment ago. A
+ * question about one entry (qm_io_resident, about a microsecond here) pays where the answer
+ * is often yes. A qm_cprobe keeps, per age class of a position (its distance from the log's
+ * end: under 1 MiB, then one class per power of two of MiB, the last one 16 GiB and more),
+ * how many questions were asked and how many answered yes, both halved every
+ * QM_CPROBE_SPAN questions. A class is asked while it has had fewer than QM_CPROBE_LEARN
+ * questions or answered yes at least one time in QM_CPROBE_PAY; otherwise one time in
+ * QM_CPROBE_SAMPLE, so that a class cached again is noticed. Relaxed atomics, racy by design
+ * (a heuristic shared by reader threads; a lost update only shifts an estimate). */
+#define QM_CPROBE_CLASSES 16u
+#define QM_CPROBE_LEARN 64u
+#define QM_CPROBE_PAY 8u
+#define QM_CPROBE_SAMPLE 32u
+#define QM_CPROBE_SPAN 1024u
+typedef struct qm_cprobe {
+    u32 ask[QM_CPROBE_CLASSES], yes[QM_CPROBE_CLASSES];
+    u64 taken; /* entries copied from the page cache instead of read from the device */
+} qm_cprobe;
+
+/* The age class of a position age bytes before the log's end. */
+static inline unsigned
+qm_cprobe_class(u64 age)
+{
+    u64 mib = age >> 20;
+    unsigned c = mib ? 64u - (unsigned)__builtin_clzll(mib) : 0u;
+    return c < QM_CPROBE_CLASSES ? c : QM_CPROBE_CLASSES - 1;
+}
+
+/* Whether to ask about a position of class c. */
+static inline bool
+qm_cprobe_ask(const qm_cprobe *p, unsigned c)
+{
+    static __thread u32 tick;
+    u32 a = __atomic_load_n(&p->ask[c], __ATOMIC_RELAXED);
+    u32 y = __atomic_load_n(&p->yes[c], __ATOMIC_RELAXED);
+    if (a < QM_CPROBE_LEARN || (u64)y * QM_CPROBE_PAY >= a)
+        return true;
+    return ++tick % QM_CPROBE_SAMPLE == 0;
+}
+
+/* Records the answer to a question about class c. */
+static inline void
+qm_cprobe_note(qm_cprobe *p, unsigned c, bool yes)
+{
+    u32 a = __atomic_load_n(&p->ask[c], __ATOMIC_RELAXED);
+    u32 y = __atomic_load_n(&p->yes[c], __ATOMIC_RELAXED);
+    if (a >= QM_CPROBE_SPAN) {
+        a /= 2;
+        y /= 2;
+    }
+    __atomic_store_n(&p->ask[c], a + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->yes[c], y + (yes ? 1 : 0), __ATOMIC_RELAXED);
+}
+
 /* Helpers over the vtable. */
 QM_HIDDEN int qm_io_pread_full(int fd, void *buf, size_t len, u64 off);
 /* Reads up to len bytes; *got is set to what was read (may be short at end of file). */

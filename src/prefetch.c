@@ -62,6 +62,35 @@ qm_reqs_free(qm_reqs *q)
     memset(q, 0, sizeof(*q));
 }
 
+/* Where memory is short (the batch met a page that is not resident) and the reads bypass the
+ * page cache (O_DIRECT), an entry still in the page cache, most often one written a moment
+ * ago, is copied from there into the warm cache at once: a pread of the cached bytes, not a
+ * device read (a read through the mapping later could find the page evicted and fault).
+ * Asked only at the ages of the log that keep answering yes (qm_cprobe, io.h). True when the
+ * entry is now in the warm cache; false leaves it to the device read. */
+static bool
+pf_cached(qm_shard *s, u64 pos, u32 want)
+{
+    qm_hpfile *f = &s->entries;
+    unsigned c = qm_cprobe_class(f->flushed - pos);
+    if (!qm_cprobe_ask(&s->cprobe, c))
+        return false;
+    size_t len = (size_t)QM_MIN((u64)want, f->flushed - pos);
+    const u8 *v = qm_hpfile_view(f, pos, len);
+    bool in = v && qm_io_resident(v, len);
+    qm_cprobe_note(&s->cprobe, c, in);
+    u8 buf[PF_READ_MAX];
+    size_t got;
+    if (!in || qm_hpfile_read_point(f, pos, buf, len, &got) != 0 || got < QM_ENTRY_FIXED + 3)
+        return false;
+    u32 el = qm_entry_len_from_header(buf);
+    if (el > got) /* longer than the read: the device read and its read-ahead (pf_done) */
+        return false;
+    qm_shard_warm_put(s, pos, buf, el, NULL);
+    __atomic_fetch_add(&s->cprobe.taken, 1, __ATOMIC_RELAXED);
+    return true;
+}
+
 /* Queues reads for those of the n positions in pos that are neither cached nor buffered. */
 static int
 pf_queue(qm_reqs *q, qm_shard *s, bool direct, const u64 *pos, size_t n)
@@ -91,6 +120,8 @@ pf_queue(qm_reqs *q, qm_shard *s, bool direct, const u64 *pos, size_t n)
                 continue;
             q->no_probe = true;
         }
+        if (q->no_probe && direct && f->map && pf_cached(s, pos[i], want))
+            continue;
         qm_rreq *r = &q->r[q->n];
         u64 left;
         QM_RET(qm_hpfile_read_fd(f, pos[i], direct, &r->fd, &r->off, &left));

@@ -18,7 +18,8 @@ typedef struct qm_reqs {
     size_t n, cap;
     /* Entries already in the page cache are not read (prefetch.c, pf_queue) until the batch
      * meets one that is not: then memory is short (what is resident now may be evicted
-     * before it is used), and the rest of the batch is read from the device into DRAM. */
+     * before it is used), and the rest of the batch is read into DRAM, from the device or,
+     * with O_DIRECT reads, from the page cache where the entry is still there (pf_cached). */
     bool no_probe;
 } qm_reqs;
 

@@ -843,6 +843,7 @@ qm_shard_add_stats(qm_shard *s, qmdb_stats *st)
     st->rollback_reactivated += s->rb_reactivated;
     st->rollback_entries_read += s->rb_entries_read;
     st->rollback_walked += s->rb_walked;
+    st->page_cache_reads += __atomic_load_n(&s->cprobe.taken, __ATOMIC_RELAXED);
     pthread_mutex_lock(&s->warm_mu);
     st->warm_hits += s->warm.hits;
     st->cache_dram_bytes += qm_warm_dram_bytes(&s->warm);

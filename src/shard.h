@@ -83,13 +83,15 @@ typedef struct qm_shard {
     qm_scan cursor;          /* compaction cursor reader */
     qm_warm warm;            /* entries fetched by client reads for the next block (warm.h) */
     pthread_mutex_t warm_mu; /* guards warm: concurrent readers fill it */
-    u32 seen_len; /* length of the latest entry over 512 bytes read from this shard, 0 before
-                     one: sizes the next reads (prefetch.c, shard.c; relaxed atomic) */
-    qm_trust res; /* residency checks of the log's mapped pages that found them in the
-                     page cache, in a row: client reads (shard.c's shard_read_mapped) and
-                     batched reads of short entries (prefetch.c's pf_queue); io.h */
-    u8 *twigrec;  /* 128 KiB scratch for twig records */
-    FILE *trace;  /* optional append trace (debugging aid) */
+    u32 seen_len;     /* length of the latest entry over 512 bytes read from this shard, 0 before
+                         one: sizes the next reads (prefetch.c, shard.c; relaxed atomic) */
+    qm_trust res;     /* residency checks of the log's mapped pages that found them in the
+                         page cache, in a row: client reads (shard.c's shard_read_mapped) and
+                         batched reads of short entries (prefetch.c's pf_queue); io.h */
+    qm_cprobe cprobe; /* where memory is short, the ages of the log that batched reads find
+                         in the page cache (prefetch.c's pf_cached); io.h */
+    u8 *twigrec;      /* 128 KiB scratch for twig records */
+    FILE *trace;      /* optional append trace (debugging aid) */
     struct qm_undo *undo; /* when set, the update stage records pre-images here (undo.h) */
     bool index_resumed;   /* the index came from its run file at open (no log scan) */
     bool run_current;     /* ... and no block was applied or undone since: that run is the

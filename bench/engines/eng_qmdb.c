@@ -203,7 +203,7 @@ q_stats(bench_engine *e, bench_engine_stats *st)
              "index=%llu tree=%llu height=%llu total_entries=%llu compactions=%llu "
              "pruned_twigs=%llu batched_reads=%llu warm_hits=%llu sha256_compressions=%llu "
              "pipeline=%u io_uring=%u indexer=%s index_ssd=%llu index_merges=%llu "
-             "index_page_reads=%llu",
+             "index_page_reads=%llu page_cache_reads=%llu",
              (unsigned long long)s.index_dram_bytes, (unsigned long long)s.tree_dram_bytes,
              (unsigned long long)s.height, (unsigned long long)s.total_entries,
              (unsigned long long)s.compactions, (unsigned long long)s.pruned_twigs,
@@ -211,7 +211,7 @@ q_stats(bench_engine *e, bench_engine_stats *st)
              (unsigned long long)s.sha256_compressions, s.pipeline, s.io_uring,
              s.indexer == QMDB_INDEXER_HYBRID ? "hybrid" : "memory",
              (unsigned long long)s.index_ssd_bytes, (unsigned long long)s.index_merges,
-             (unsigned long long)s.index_page_reads);
+             (unsigned long long)s.index_page_reads, (unsigned long long)s.page_cache_reads);
     st->index_page_reads = s.index_page_reads;
     st->pruned_twigs = s.pruned_twigs;
     st->index_merges = s.index_merges;

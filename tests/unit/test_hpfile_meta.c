@@ -2,7 +2,8 @@
 /*
  * test_hpfile_meta.c -- the segmented head-prunable file (append/read across segments and the
  * write buffer, reopen cutting torn tails, head pruning deleting segments, missing segments
- * reported as corruption), the residency trust counter (qm_trust, io.h), the read mapping
+ * reported as corruption), the residency trust counter (qm_trust, io.h), the page-cache
+ * question's age classes (qm_cprobe, io.h), the read mapping
  * (qm_hpfile_view: the same bytes as pread, nothing past the written prefix, below the head or
  * after a cut; refused for read-only handles and under QMDB_NO_MMAP=1), page-cache residency
  * (qm_hpfile_resident), dropping a dead entry's pages (qm_hpfile_drop), huge folios for new 2 MiB
@@ -521,6 +522,58 @@ test_meta(void)
     rmdir(empty);
 }
 
+/* qm_cprobe: the age classes (under 1 MiB, then powers of two of MiB, the last open-ended);
+ * a class is asked about while it learns (QM_CPROBE_LEARN questions) and while at least one
+ * answer in QM_CPROBE_PAY is yes; a class that stops answering yes is asked one time in
+ * QM_CPROBE_SAMPLE, and asked every time again once its halved figures show yes answers;
+ * the classes are independent. */
+static void
+test_cprobe(void)
+{
+    const u64 mib = 1u << 20;
+    CHECK_EQ_U64(qm_cprobe_class(0), 0);
+    CHECK_EQ_U64(qm_cprobe_class(mib - 1), 0);
+    CHECK_EQ_U64(qm_cprobe_class(mib), 1);
+    CHECK_EQ_U64(qm_cprobe_class(2 * mib - 1), 1);
+    CHECK_EQ_U64(qm_cprobe_class(2 * mib), 2);
+    CHECK_EQ_U64(qm_cprobe_class(8 * mib), 4);
+    CHECK_EQ_U64(qm_cprobe_class((u64)1 << 40), QM_CPROBE_CLASSES - 1);
+    CHECK_EQ_U64(qm_cprobe_class(UINT64_MAX), QM_CPROBE_CLASSES - 1);
+    static qm_cprobe p;                              /* zeroed */
+    for (unsigned i = 0; i < QM_CPROBE_LEARN; i++) { /* learning: always asked */
+        CHECK(qm_cprobe_ask(&p, 3));
+        qm_cprobe_note(&p, 3, false);
+    }
+    unsigned asked = 0, calls = 10 * QM_CPROBE_SAMPLE;
+    for (unsigned i = 0; i < calls; i++)
+        asked += qm_cprobe_ask(&p, 3);
+    CHECK_EQ_U64(asked, calls / QM_CPROBE_SAMPLE);
+    CHECK(qm_cprobe_ask(&p, 2)); /* another class still learns */
+    /* Yes answers one time in QM_CPROBE_PAY keep a class asked every time. */
+    for (unsigned i = 0; i < 4 * QM_CPROBE_SPAN; i++) {
+        CHECK(qm_cprobe_ask(&p, 5));
+        qm_cprobe_note(&p, 5, i % QM_CPROBE_PAY == 0);
+    }
+    CHECK(p.ask[5] <= QM_CPROBE_SPAN); /* halved, never past the span */
+    /* Class 3 turns cached: noted yes at its sampled questions, it is asked every time again
+     * within a few spans. */
+    unsigned until = 0;
+    while (until < 4 * QM_CPROBE_SPAN * QM_CPROBE_SAMPLE) {
+        until++;
+        if (!qm_cprobe_ask(&p, 3))
+            continue;
+        qm_cprobe_note(&p, 3, true);
+        unsigned streak = 0;
+        while (streak < QM_CPROBE_SAMPLE && qm_cprobe_ask(&p, 3)) {
+            qm_cprobe_note(&p, 3, true);
+            streak++;
+        }
+        if (streak == QM_CPROBE_SAMPLE)
+            break;
+    }
+    CHECK(until < 4 * QM_CPROBE_SPAN * QM_CPROBE_SAMPLE);
+}
+
 /* qm_trust: never skips before QM_TRUST_RUN yes answers in a row; then skips all but one
  * call in QM_TRUST_EVERY, and after QM_TRUST_LONG_RUN all but one in QM_TRUST_LONG_EVERY;
  * one no starts the count again. */
@@ -867,6 +920,7 @@ int
 main(void)
 {
     test_trust();
+    test_cprobe();
     REQUIRE(mkdtemp(dir) != NULL);
     /* Huge folios are readied for small logs too here (by default from 512 MiB of logs). */
     REQUIRE(setenv("QMDB_HUGE_MIN_LIVE", "0", 1) == 0);

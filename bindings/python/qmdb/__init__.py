@@ -140,7 +140,8 @@ _STAT_FIELDS = [
     ("compact_thres", _u64), ("utilization_ratio", _c.c_uint32),
     ("utilization_div", _c.c_uint32), ("history_blocks", _u64),
     ("index_replayed_blocks", _u64), ("index_replayed_changes", _u64),
-    ("rollback_reactivated", _u64), ("rollback_entries_read", _u64), ("rollback_walked", _u64)]
+    ("rollback_reactivated", _u64), ("rollback_entries_read", _u64), ("rollback_walked", _u64),
+    ("page_cache_reads", _u64)]
 
 
 class _Stats(_c.Structure):

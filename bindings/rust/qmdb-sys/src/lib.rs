@@ -119,6 +119,7 @@ pub struct qmdb_stats {
     pub rollback_reactivated: u64,
     pub rollback_entries_read: u64,
     pub rollback_walked: u64,
+    pub page_cache_reads: u64,
 }
 
 #[repr(C)]
