@@ -453,7 +453,8 @@ typedef struct qmdb_stats {
     }
 
 /** Fills *st (st->struct_size must be set: QMDB_STATS_INIT; QMDB_INVALID if it is smaller
- *  than the first released qmdb_stats). Waits for blocks in flight. */
+ *  than qmdb_stats before page_cache_reads; a caller built against that older header gets
+ *  the fields it knows and struct_size unchanged). Waits for blocks in flight. */
 QMDB_API int qmdb_stat(qmdb_db *db, qmdb_stats *st);
 
 /* ---- Offline check (docs/RELIABILITY.md) ------------------------------------------------ */

@@ -169,14 +169,30 @@ qmdb_get_committed(qmdb_db *db, const void *key, size_t klen, void *buf, size_t 
     return db_get_one(db, key, klen, buf, cap, vlen, true);
 }
 
+/* Callers built against an older qmdb.h pass a shorter qmdb_stats: accepted down to the
+ * struct before page_cache_reads (qmdb.h, ABI); no byte past their struct_size is written. */
+#define QM_STATS_MIN offsetof(qmdb_stats, page_cache_reads)
+
+static int stat_fill(qmdb_db *db, qmdb_stats *st);
+
 int
-qmdb_stat(qmdb_db *db, qmdb_stats *st)
+qmdb_stat(qmdb_db *db, qmdb_stats *out)
 {
-    /* The caller's struct is at least this library's (qmdb.h, ABI): no byte past it. */
-    if (!st || st->struct_size < sizeof(qmdb_stats))
+    if (!out || out->struct_size < QM_STATS_MIN)
         return QMDB_INVALID;
+    qmdb_stats st;
+    int rc = stat_fill(db, &st);
+    if (rc)
+        return rc;
+    st.struct_size = QM_MIN(out->struct_size, sizeof(st));
+    memcpy(out, &st, st.struct_size);
+    return 0;
+}
+
+static int
+stat_fill(qmdb_db *db, qmdb_stats *st)
+{
     memset(st, 0, sizeof(*st));
-    st->struct_size = sizeof(*st);
     if (db_fatal(db))
         return QMDB_PANIC;
     QM_RET(db_drain(db));

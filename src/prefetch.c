@@ -76,8 +76,7 @@ pf_cached(qm_shard *s, u64 pos, u32 want)
     if (!qm_cprobe_ask(&s->cprobe, c))
         return false;
     size_t len = (size_t)QM_MIN((u64)want, f->flushed - pos);
-    const u8 *v = qm_hpfile_view(f, pos, len);
-    bool in = v && qm_io_resident(v, len);
+    bool in = qm_hpfile_resident(f, pos, len);
     qm_cprobe_note(&s->cprobe, c, in);
     u8 buf[PF_READ_MAX];
     size_t got;
@@ -118,10 +117,10 @@ pf_queue(qm_reqs *q, qm_shard *s, bool direct, const u64 *pos, size_t n)
             if (v &&
                 (seen <= PF_READ_MAX ? qm_trust_resident(&s->res, v, len) : qm_io_resident(v, len)))
                 continue;
-            q->no_probe = true;
+            q->no_probe = true; /* this one was just found missing: read from the device */
+        } else if (f->map && direct && seen <= PF_READ_MAX && pf_cached(s, pos[i], want)) {
+            continue; /* memory is short: copied from the page cache (whole entries only) */
         }
-        if (q->no_probe && direct && f->map && pf_cached(s, pos[i], want))
-            continue;
         qm_rreq *r = &q->r[q->n];
         u64 left;
         QM_RET(qm_hpfile_read_fd(f, pos[i], direct, &r->fd, &r->off, &left));

@@ -465,10 +465,11 @@ fs_direct_io(const char *d)
 /* Opens path with flags, writes CB_KEYS keys "old-*" in one block and CB_KEYS "new-*" in the
  * next with the log's pages dropped in between (the new entries stay cached: written through
  * the page cache), then reads old-0000, every new key and the other old keys in one batch, in
- * that order (the hybrid indexer sorts them by key hash). Checks every value and returns how
- * many entries the batch copied from the page cache; *dev receives its device reads. */
+ * that order (the hybrid indexer sorts them by key hash), then rewrites every key in a block.
+ * Checks every value and returns how many entries the batch copied from the page cache; *dev
+ * receives its device reads, root the last block's root. */
 static uint64_t
-cb_run(const char *path, uint32_t flags, uint64_t *dev)
+cb_run(const char *path, uint32_t flags, uint64_t *dev, uint8_t root[32])
 {
     qmdb_options o;
     qmdb_options_init(&o);
@@ -512,8 +513,14 @@ cb_run(const char *path, uint32_t flags, uint64_t *dev)
         bad += rd[j].rc != 0 || rd[j].vlen != CB_VLEN || memcmp(out[j], v, CB_VLEN) != 0;
     }
     CHECK(bad == 0);
-    /* The next block's prefetch finds what the batch read in the warm cache; its root is the
-     * same whatever the reads took their bytes from (cb_run's caller compares). */
+    /* A block that rewrites every key applies from what the batch put in the warm cache (the
+     * old entries, copied or read): the caller compares its root across the two runs. */
+    qmdb_batch_reset(b);
+    for (unsigned j = 0; j < 2 * CB_KEYS; j++) {
+        cb_value(2, j, v);
+        CHECK_OK(qmdb_batch_put(b, keys[j], strlen(keys[j]), v, CB_VLEN));
+    }
+    CHECK_OK(qmdb_commit(db, 3, b, root));
     CHECK_OK(qmdb_close(db));
     qmdb_batch_free(b);
     *dev = s1.batched_reads - s0.batched_reads;
@@ -537,18 +544,20 @@ test_cached_batch(const char *path)
     }
     char p[600], cmd[700];
     uint64_t dev, dev_buffered;
+    uint8_t root[32], root_buffered[32];
     snprintf(p, sizeof(p), "%s.d", path);
-    uint64_t taken = cb_run(p, QMDB_OPEN_DIRECT_IO, &dev);
+    uint64_t taken = cb_run(p, QMDB_OPEN_DIRECT_IO, &dev, root);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", p);
     CHECK(system(cmd) == 0);
     snprintf(p, sizeof(p), "%s.b", path);
-    uint64_t taken_buffered = cb_run(p, 0, &dev_buffered);
+    uint64_t taken_buffered = cb_run(p, 0, &dev_buffered, root_buffered);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", p);
     CHECK(system(cmd) == 0);
     printf("test_readpath: O_DIRECT batch: %" PRIu64 " entries from the page cache, %" PRIu64
            " device reads; buffered: %" PRIu64 ", %" PRIu64 "\n",
            taken, dev, taken_buffered, dev_buffered);
     CHECK_EQ_U64(taken_buffered, 0);
+    CHECK_MEM(root, root_buffered, 32);
     if (mapped) { /* the question is asked through the log's mapping */
         CHECK(taken >= CB_KEYS);
         CHECK(taken < CB_KEYS + CB_KEYS / 4);

@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <qmdb.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,17 @@ main(int argc, char **argv)
     qmdb_stats bad = {0};
     CHECK(qmdb_stat(db, &bad) == QMDB_INVALID);
     CHECK(st.struct_size == sizeof(qmdb_stats));
+    /* A caller built before page_cache_reads: its fields filled, not one byte past them. */
+    qmdb_stats old;
+    memset(&old, 0xA5, sizeof(old));
+    old.struct_size = offsetof(qmdb_stats, page_cache_reads);
+    CHECK(qmdb_stat(db, &old) == 0);
+    CHECK(old.struct_size == offsetof(qmdb_stats, page_cache_reads));
+    CHECK(old.indexer == QMDB_INDEXER_MEMORY && old.pipeline == 1);
+    const unsigned char *tail = (const unsigned char *)&old.page_cache_reads;
+    CHECK(tail[0] == 0xA5 && tail[sizeof(old.page_cache_reads) - 1] == 0xA5);
+    old.struct_size = offsetof(qmdb_stats, page_cache_reads) - 1;
+    CHECK(qmdb_stat(db, &old) == QMDB_INVALID);
     CHECK(qmdb_close(db) == 0);
 
     /* The environment decides the fields left at their defaults. */
