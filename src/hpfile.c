@@ -329,6 +329,7 @@ qm_hpfile_open(qm_hpfile *f, const qm_hpfile_cfg *cfg, qm_err *err)
     f->seg_size = seg_size;
     f->head = head;
     f->size = f->flushed = f->synced = size;
+    f->pop_lo = UINT64_MAX;
     f->rdonly = rdonly;
     f->map = cfg->map && !rdonly && qm_io_map_allowed();
     f->huge = f->map && seg_size % QM_HUGE_REGION == 0;
@@ -421,6 +422,64 @@ qm_hpfile_flush(qm_hpfile *f)
     return 0;
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14 */
+#endif
+
+static bool hp_pop_broken; /* the kernel refused MADV_POPULATE_READ: not asked again */
+
+/* Maps the pages of the record [pos, pos + len), just written at once, into the read
+ * mapping (qm_hpfile_populate), and keeps pop_lo: the first position from which every such
+ * record is mapped. A client read of a long entry then copies it from the mapping once,
+ * straight to the caller, where a pread copies it twice (into a buffer, then out of it) and
+ * the mapping without this would fault on every fresh page (shard.c, SHARD_MAP_MAX). */
+static void
+hp_populate(qm_hpfile *f, u64 pos, size_t len)
+{
+    const u8 *v = f->pop && !__atomic_load_n(&hp_pop_broken, __ATOMIC_RELAXED)
+                      ? qm_hpfile_view(f, pos, len)
+                      : NULL;
+    bool ok = false;
+    if (v) {
+        uintptr_t page = qm_page_size(), a = (uintptr_t)v / page * page;
+        ok = madvise((void *)a, (uintptr_t)v + len - a, MADV_POPULATE_READ) == 0;
+        if (!ok && errno == EINVAL)
+            __atomic_store_n(&hp_pop_broken, true, __ATOMIC_RELAXED);
+    }
+    u64 lo = __atomic_load_n(&f->pop_lo, __ATOMIC_RELAXED);
+    if (!ok)
+        __atomic_store_n(&f->pop_lo, UINT64_MAX, __ATOMIC_RELEASE);
+    else if (lo == UINT64_MAX)
+        __atomic_store_n(&f->pop_lo, pos, __ATOMIC_RELEASE);
+}
+
+void
+qm_hpfile_populate(qm_hpfile *f, bool on)
+{
+    f->pop = on && f->map;
+    u64 lo = __atomic_load_n(&f->pop_lo, __ATOMIC_RELAXED);
+    if (f->pop || lo == UINT64_MAX)
+        return;
+    /* Off with records still mapped: unmap them (the pages stay cached), so that reclaim,
+     * which turning off foresees, finds page cache it can drop without unmapping it. */
+    __atomic_store_n(&f->pop_lo, UINT64_MAX, __ATOMIC_RELEASE);
+    u64 page = qm_page_size();
+    for (u64 a = QM_MAX(lo, f->head) / page * page; a < f->flushed;) {
+        u64 n = QM_MIN(f->flushed - a, f->seg_size - a % f->seg_size);
+        const u8 *v = qm_hpfile_view(f, a, (size_t)n);
+        if (v)
+            (void)madvise((void *)v, (size_t)n, MADV_DONTNEED);
+        a += n;
+    }
+}
+
+bool
+qm_hpfile_populated(const qm_hpfile *f, u64 pos, size_t len)
+{
+    return len >= f->buf_cap / 16 && len > 0 &&
+           pos >= __atomic_load_n(&f->pop_lo, __ATOMIC_ACQUIRE);
+}
+
 int
 qm_hpfile_append(qm_hpfile *f, const void *data, size_t len, u64 *pos)
 {
@@ -429,15 +488,21 @@ qm_hpfile_append(qm_hpfile *f, const void *data, size_t len, u64 *pos)
     f->app_bytes += len;
     *pos = f->size;
     size_t used = (size_t)(f->size - f->flushed);
-    if (used + len > f->buf_cap) {
+    /* A record of a sixteenth of the buffer or more is written at once, after the buffered
+     * bytes: copied into the buffer, it would leave the buffer's pages it touched resident, a
+     * second copy of long values that a memory cap takes from the page cache (docs/DESIGN.md,
+     * "Long entries mapped as they are written"). */
+    bool at_once = len >= f->buf_cap / 16;
+    if (at_once || used + len > f->buf_cap) {
         QM_RET(qm_hpfile_flush(f));
         used = 0;
-        if (len > f->buf_cap) {
-            QM_RET(hp_write_files(f, data, len, f->size));
-            f->size += len;
-            f->flushed = f->size;
-            return 0;
-        }
+    }
+    if (at_once) {
+        QM_RET(hp_write_files(f, data, len, f->size));
+        f->size += len;
+        f->flushed = f->size;
+        hp_populate(f, *pos, len);
+        return 0;
     }
     memcpy(f->buf + used, data, len);
     f->size += len;
@@ -715,6 +780,7 @@ qm_hpfile_cut(qm_hpfile *f, u64 size)
     if (size == f->size)
         return 0;
     u64 seg = size / f->seg_size, last = (f->size - 1) / f->seg_size;
+    __atomic_store_n(&f->pop_lo, UINT64_MAX, __ATOMIC_RELEASE); /* cut pages lose their maps */
     f->size = f->flushed = f->synced = size;
     hp_huge_account(f, size - f->head);
     /* Segments from seg on are written again: they are neither complete nor closed. */

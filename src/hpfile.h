@@ -30,7 +30,10 @@
  * A mapped file counts its live bytes as open logs (hugefolio.h), whose total decides whether
  * readers use the mapping at all (qm_logs_fit).
  * At most 16,384 segments are mapped per process (each is a memory area, and vm.max_map_count is
- * shared with malloc); beyond, segments stay unmapped.
+ * shared with malloc); beyond, segments stay unmapped. A record of at least a sixteenth of the
+ * write buffer is written at once; with qm_hpfile_populate on, its pages are also put into the
+ * read mapping's page tables as it is written (MADV_POPULATE_READ), so that a read through the
+ * mapping finds them without a fault (qm_hpfile_populated says which records were).
  *
  * Huge folios (mapped files, segments a multiple of 2 MiB): before the first byte of a new
  * 2 MiB region of a segment is written, the region may be readied as one huge page-cache
@@ -74,6 +77,9 @@ typedef struct qm_hpfile {
     bool huge;            /* new 2 MiB regions may get one huge folio each (see above) */
     u64 huge_acct;        /* live bytes this mapped file has counted as open logs (hugefolio.h) */
     u64 app_n, app_bytes; /* records appended by this handle, and their bytes */
+    bool pop;             /* map the pages of records written at once (qm_hpfile_populate) */
+    u64 pop_lo;           /* records written at once from here on are mapped (atomic; none:
+                           * UINT64_MAX) */
     qm_err *err;
 } qm_hpfile;
 
@@ -96,8 +102,17 @@ typedef struct qm_hpfile_cfg {
 QM_HIDDEN int qm_hpfile_open(qm_hpfile *f, const qm_hpfile_cfg *cfg, qm_err *err);
 QM_HIDDEN int qm_hpfile_close(qm_hpfile *f);
 
-/* Appends len bytes; *pos receives their logical offset. */
+/* Appends len bytes; *pos receives their logical offset. A record of at least a sixteenth
+ * of the write buffer is written at once (after the buffered bytes), not copied into it. */
 QM_HIDDEN int qm_hpfile_append(qm_hpfile *f, const void *data, size_t len, u64 *pos);
+/* Writer: whether the records written at once from now on get their pages mapped into the
+ * read mapping as they are written (MADV_POPULATE_READ), so that a read through the mapping
+ * finds them without a fault. Off at open. */
+QM_HIDDEN void qm_hpfile_populate(qm_hpfile *f, bool on);
+/* Any thread: whether the record [pos, pos + len) was written at once with its pages mapped,
+ * as was every such record written after it (a cut or a record that was not mapped resets
+ * this). A hint: the kernel may have unmapped a page since, which a read then faults in. */
+QM_HIDDEN bool qm_hpfile_populated(const qm_hpfile *f, u64 pos, size_t len);
 /* Reads exactly len bytes at logical offset pos (must lie in [head, size)). */
 QM_HIDDEN int qm_hpfile_read(qm_hpfile *f, u64 pos, void *out, size_t len);
 /* The len bytes at logical offset pos straight from the segment's read mapping, when they

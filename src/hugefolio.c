@@ -159,6 +159,13 @@ qm_logs_fit(void)
 }
 
 bool
+qm_logs_small(void)
+{
+    pthread_once(&huge_once, huge_init);
+    return __atomic_load_n(&huge_live, __ATOMIC_RELAXED) <= proc_mem / 4;
+}
+
+bool
 qm_huge_working(void)
 {
     return __atomic_load_n(&huge_state, __ATOMIC_ACQUIRE) == HUGE_ON;

@@ -50,6 +50,9 @@ QM_HIDDEN bool qm_huge_wanted(void);
  * virtual machine) and later a reclaim that unmaps it, where pread copies it: then readers
  * use pread (shard.c). */
 QM_HIDDEN bool qm_logs_fit(void);
+/* Whether they fit in a quarter of it: room enough to keep pages mapped into the process
+ * that reclaim would otherwise have to unmap (hpfile.c, qm_hpfile_populate). */
+QM_HIDDEN bool qm_logs_small(void);
 /* Readies the region [off, off + QM_HUGE_REGION) of the file fd, which holds no byte of it
  * yet (off aligned to QM_HUGE_REGION): extends the file over it and faults it in as one huge
  * folio. Best effort: on any failure the region is left to small folios (the file may still

@@ -148,7 +148,13 @@ enum {
  * the segment's point-read descriptor (qm_hpfile_read_point), whose read-ahead is off: through the
  * main one, a pread of resident pages started the kernel's readahead past the entry (64 KiB values
  * in 128 MiB: deletes read 367 KB per delete instead of 64 KB, before the mapping served them), and
- * under that cap a get read 68 KB. */
+ * under that cap a get read 68 KB. The exception: a long entry written at once while the logs
+ * were small (qm_logs_small: a quarter of the memory the process may use), whose pages the
+ * writer mapped into the process as it wrote them (qm_hpfile_populate, qm_hpfile_populated):
+ * the mapping has it without a fault, and a get copies it once, straight to the caller, where
+ * pread copies it into a buffer and then out (64 KiB values uncapped, four alternating pairs:
+ * gets 81,888-84,485/s against 122,441-128,909; docs/BENCH.md, "Long entries mapped as they
+ * are written"). */
 #define SHARD_MAP_MAX 4096
 /* Entries longer than this have all their lines prefetched when read from the mapping
  * (qm_io_prefetch_lines); shorter ones, four lines at most, are left to the copy. */
@@ -187,8 +193,11 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     qm_hpfile *f = &s->entries;
     if (who != RD_UPDATER && !qm_logs_fit())
         return 0; /* mostly not resident: pread (hugefolio.h) */
-    if (qm_shard_seen_len(s) > SHARD_MAP_MAX)
-        return 0; /* long entries: pread */
+    /* Long entries: pread, unless written with their pages mapped (qm_hpfile_populated; the
+     * entry's length is not known yet: the shard's latest long one stands for it). */
+    u32 seen = qm_shard_seen_len(s);
+    if (seen > SHARD_MAP_MAX && !qm_hpfile_populated(f, pos, seen))
+        return 0;
     const u8 *h = qm_hpfile_view(f, pos, QM_ENTRY_FIXED + 3);
     if (!h)
         return 0;
@@ -205,7 +214,7 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     if (asked && note)
         qm_trust_note(&s->res, true);
     u32 len = qm_entry_len_from_header(h);
-    if (len > SHARD_MAP_MAX) { /* the shard's first long entry */
+    if (len > SHARD_MAP_MAX && !qm_hpfile_populated(f, pos, len)) {
         qm_shard_saw_len(s, len);
         return 0;
     }
@@ -793,6 +802,9 @@ qm_shard_update(qm_shard *s, u64 height, const qm_op *ops, size_t n)
 {
     qm_hpfile_close_cold(&s->entries);
     qm_hpfile_close_cold(&s->twigs);
+    /* While the logs fit in memory, long entries are read through the mapping: map their
+     * pages as they are written (SHARD_MAP_MAX). */
+    qm_hpfile_populate(&s->entries, qm_logs_small());
     shard_forget_run(s);
     s->run_current = false;
     int rc = qm_shard_apply(s, height, ops, n);

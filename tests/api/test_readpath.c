@@ -15,11 +15,14 @@
  * 6,000 bytes with the log's pages dropped before each read: no read may fault more than once
  * (an entry across two pages is read by one pread, not by a fault per page). A fourth reads
  * with QMDB_OPEN_DIRECT_IO entries that were written a moment before and are still in the page
- * cache, beside ones that are not: those are copied from the page cache, not read again.
+ * cache, beside ones that are not: those are copied from the page cache, not read again. A
+ * fifth writes and reads entries of 70-90 KB, which are mapped as they are written
+ * (test_long_mapped).
  * CTest runs it as is, with QMDB_NO_MMAP=1 throughout, and with the hybrid indexer.
  * Uses qmdb.h (plus POSIX), and io.h's count of residency questions.
  */
 #include "../test.h"
+#include "hugefolio.h"
 #include "io.h"
 #include "qmdb.h"
 
@@ -407,7 +410,7 @@ test_cold_reads(const char *path, uint32_t vlen)
     static uint8_t out[COLD][VMAX];
     bad = 0;
     uint64_t asks = 0;
-    bool mapped = !(nomap && strcmp(nomap, "0") != 0);
+    bool mapped = !(nomap && nomap[0] && strcmp(nomap, "0") != 0); /* as io.c reads it */
     for (unsigned round = 0; round <= 24; round++) {
         qmdb_batch_reset(b);
         CHECK_OK(qmdb_commit(db, 3 + round, b, NULL));
@@ -536,7 +539,7 @@ static void
 test_cached_batch(const char *path)
 {
     const char *nomap = getenv("QMDB_NO_MMAP");
-    bool mapped = !(nomap && strcmp(nomap, "0") != 0);
+    bool mapped = !(nomap && nomap[0] && strcmp(nomap, "0") != 0); /* as io.c reads it */
     if (!fs_drops_pages(path) || !fs_direct_io(path)) {
         printf("test_readpath: page-cache copies not checked (no O_DIRECT or the file system "
                "keeps dropped pages)\n");
@@ -565,6 +568,159 @@ test_cached_batch(const char *path)
     } else {
         CHECK_EQ_U64(taken, 0);
     }
+}
+
+/* Long values (entries of 70,000-90,000 bytes: written at once, and while the logs are small
+ * their pages mapped as they are written, then read through the mapping: shard.c,
+ * SHARD_MAP_MAX) against a model through updates, deletes, a rollback (the log's tail cut and
+ * written again) and a reopen; then the same blocks with QMDB_NO_MMAP=1 (every read through
+ * pread) must give the same values and root. With the mapping, the records' pages are in the
+ * process's page tables after the writes (smaps Rss of the entry logs). */
+#define LM_KEYS 24u
+#define LM_VMAX 90000u
+
+static uint8_t lm_v[5][LM_KEYS][LM_VMAX]; /* lm_v[h]: the values after height h */
+static uint32_t lm_len[5][LM_KEYS];
+static uint64_t lm_written; /* bytes of the values put since the run began */
+
+static void
+lm_value(unsigned seed, unsigned k, uint8_t *out, uint32_t *len)
+{
+    uint64_t x = ((uint64_t)seed << 20 | k) * 0x9e3779b97f4a7c15ull | 1;
+    *len = 70000 + (uint32_t)(test_xorshift(&x) % 20000);
+    for (uint32_t i = 0; i < *len; i++)
+        out[i] = (uint8_t)test_xorshift(&x);
+}
+
+/* Every key's qmdb_get against the values after height h; the number that differ. */
+static unsigned
+lm_bad(qmdb_db *db, unsigned h)
+{
+    static uint8_t buf[LM_VMAX];
+    unsigned bad = 0;
+    for (unsigned k = 0; k < LM_KEYS; k++) {
+        char key[16];
+        snprintf(key, sizeof(key), "lm-%04u", k);
+        size_t vl = 0;
+        int rc = qmdb_get(db, key, strlen(key), buf, sizeof(buf), &vl);
+        if (lm_len[h][k] == 0 ? rc != QMDB_NOTFOUND
+                              : rc != 0 || vl != lm_len[h][k] || memcmp(buf, lm_v[h][k], vl) != 0)
+            bad++;
+    }
+    return bad;
+}
+
+/* Block h with seed `seed`: every key not skipped gets a new value, at height 3 one in five
+ * present keys is deleted instead. */
+static void
+lm_block(qmdb_db *db, qmdb_batch *b, unsigned h, unsigned seed, uint8_t root[32])
+{
+    memcpy(lm_v[h], lm_v[h - 1], sizeof(lm_v[h]));
+    memcpy(lm_len[h], lm_len[h - 1], sizeof(lm_len[h]));
+    qmdb_batch_reset(b);
+    for (unsigned k = 0; k < LM_KEYS; k++) {
+        if (h > 1 && (k + seed) % 3 == 0)
+            continue;
+        char key[16];
+        snprintf(key, sizeof(key), "lm-%04u", k);
+        if (h == 3 && k % 5 == 0 && lm_len[h][k]) {
+            CHECK_OK(qmdb_batch_del(b, key, strlen(key)));
+            lm_len[h][k] = 0;
+        } else {
+            lm_value(seed, k, lm_v[h][k], &lm_len[h][k]);
+            CHECK_OK(qmdb_batch_put(b, key, strlen(key), lm_v[h][k], lm_len[h][k]));
+            lm_written += lm_len[h][k];
+        }
+    }
+    CHECK_OK(qmdb_commit(db, h, b, root));
+}
+
+/* Bytes of the entry logs' read mappings in this process's page tables (smaps Rss). */
+static uint64_t
+lm_mapped_log_bytes(void)
+{
+    FILE *fp = fopen("/proc/self/smaps", "r");
+    if (!fp)
+        return 0;
+    char line[1024];
+    bool in_log = false;
+    uint64_t kb = 0, total = 0;
+    while (fgets(line, sizeof(line), fp)) {
+        unsigned long lo, hi;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3) { /* a mapping's first line */
+            in_log = strstr(line, ".entries.") != NULL;
+            continue;
+        }
+        if (in_log && sscanf(line, "Rss: %" SCNu64 " kB", &kb) == 1)
+            total += kb * 1024;
+    }
+    fclose(fp);
+    return total;
+}
+
+/* The blocks of test_long_mapped on a new database at path; its final root into root. */
+static void
+lm_run(const char *path, bool expect_mapped, uint8_t root[32])
+{
+    qmdb_options o;
+    qmdb_options_init(&o);
+    qmdb_db *db = create_open(path, &o);
+    qmdb_batch *b = NULL;
+    CHECK_OK(qmdb_batch_new(&b));
+    uint8_t r[32];
+    lm_written = 0;
+    for (unsigned h = 1; h <= 3; h++) {
+        lm_block(db, b, h, h, r);
+        CHECK_EQ_U64(lm_bad(db, h), 0);
+    }
+    /* Every record written is mapped (about 7.5 MB of pages here; without the mapping as
+     * written, the reads' and the update stage's faults map about 3.7 MB). */
+    if (expect_mapped && qm_logs_small()) /* not under QMDB_MEM_LIMIT=1 (the "nofit" runs) */
+        CHECK(lm_mapped_log_bytes() >= lm_written);
+    CHECK_OK(qmdb_rollback(db, 2));
+    CHECK_EQ_U64(lm_bad(db, 2), 0);
+    lm_block(db, b, 3, 7, r); /* height 3 again, other values over the cut tail */
+    CHECK_EQ_U64(lm_bad(db, 3), 0);
+    CHECK_OK(qmdb_close(db));
+    CHECK_OK(qmdb_open(path, &o, &db));
+    CHECK_EQ_U64(lm_bad(db, 3), 0);
+    lm_block(db, b, 4, 9, r); /* after the reopen: the new records mapped again */
+    CHECK_EQ_U64(lm_bad(db, 4), 0);
+    memcpy(root, r, 32);
+    qmdb_batch_free(b);
+    CHECK_OK(qmdb_close(db));
+}
+
+static void
+test_long_mapped(const char *path)
+{
+    const char *nomap = getenv("QMDB_NO_MMAP");
+    bool mapped = !(nomap && nomap[0] && strcmp(nomap, "0") != 0); /* as io.c reads it */
+    /* Whether the kernel maps pages on request (Linux 5.14): else nothing is mapped early. */
+    long pg = sysconf(_SC_PAGESIZE);
+    void *probe = mmap(NULL, (size_t)pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(probe != MAP_FAILED);
+    bool can = madvise(probe, (size_t)pg, 22 /* MADV_POPULATE_READ */) == 0;
+    munmap(probe, (size_t)pg);
+    char p[600], cmd[700];
+    uint8_t root[32], root_pread[32];
+    snprintf(p, sizeof(p), "%s.m", path);
+    lm_run(p, mapped && can, root);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", p);
+    CHECK(system(cmd) == 0);
+    char *saved = nomap ? strdup(nomap) : NULL;
+    CHECK(setenv("QMDB_NO_MMAP", "1", 1) == 0);
+    snprintf(p, sizeof(p), "%s.p", path);
+    lm_run(p, false, root_pread);
+    CHECK_MEM(root, root_pread, 32);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", p);
+    CHECK(system(cmd) == 0);
+    if (saved)
+        CHECK(setenv("QMDB_NO_MMAP", saved, 1) == 0);
+    else
+        CHECK(unsetenv("QMDB_NO_MMAP") == 0);
+    free(saved);
 }
 
 static qmdb_db *
@@ -690,6 +846,8 @@ main(void)
 
     snprintf(copy, sizeof(copy), "%s.cb", dir);
     test_cached_batch(copy);
+    snprintf(copy, sizeof(copy), "%s.lm", dir);
+    test_long_mapped(copy);
 
     snprintf(copy, sizeof(copy), "%s.rd", dir);
     test_readers(copy);

@@ -7,7 +7,8 @@
  * (qm_hpfile_view: the same bytes as pread, nothing past the written prefix, below the head or
  * after a cut; refused for read-only handles and under QMDB_NO_MMAP=1), page-cache residency
  * (qm_hpfile_resident), dropping a dead entry's pages (qm_hpfile_drop), huge folios for new 2 MiB
- * regions (hugefolio.h), the one-pass scan of the snapshot export (in place or through pread) and
+ * regions (hugefolio.h), records written at once and their pages mapped as written
+ * (qm_hpfile_populate), the one-pass scan of the snapshot export (in place or through pread) and
  * the metadata slots (round trip, CRC, slot choice, torn slot).
  */
 #include "../test.h"
@@ -30,6 +31,99 @@ exists(const char *name)
     char p[512];
     snprintf(p, sizeof(p), "%s/%s", dir, name);
     return access(p, F_OK) == 0;
+}
+
+/* Whether every page of [p, p + len) has a page-table entry in this process (bit 63 of
+ * /proc/self/pagemap: present), or none does (want false). */
+static bool
+pages_mapped(const void *p, size_t len, bool want)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    if (fd < 0)
+        return false;
+    bool ok = true;
+    for (uintptr_t a = (uintptr_t)p / (uintptr_t)pg * (uintptr_t)pg; a < (uintptr_t)p + len;
+         a += (uintptr_t)pg) {
+        uint64_t ent = 0;
+        if (pread(fd, &ent, sizeof(ent), (off_t)(a / (uintptr_t)pg * sizeof(ent))) != sizeof(ent) ||
+            ((ent >> 63) != 0) != want)
+            ok = false;
+    }
+    close(fd);
+    return ok;
+}
+
+/* A record of a sixteenth of the buffer or more goes to the file at once, after the bytes
+ * buffered before it; shorter ones wait in the buffer. Every byte reads back in order. With
+ * qm_hpfile_populate on, a record written at once has its pages in the read mapping's page
+ * tables and counts as populated from then on; turning it off unmaps them, as a cut forgets
+ * them. */
+static void
+test_hpfile_long(void)
+{
+    qm_err err = {{0}};
+    qm_hpfile f;
+    CHECK_OK(qm_hpfile_open(&f, &(qm_hpfile_cfg){dir, "l", 1 << 20, 0, 0, 4096, true, false, true},
+                            &err));
+    static unsigned char data[40000];
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (unsigned char)(i * 11 + (i >> 8));
+    uint64_t pos;
+    CHECK_OK(qm_hpfile_append(&f, data, 100, &pos)); /* buffered */
+    CHECK_EQ_U64(f.flushed, 0);
+    CHECK_OK(qm_hpfile_append(&f, data + 100, 255, &pos)); /* 255 < 4096 / 16: buffered */
+    CHECK_EQ_U64(f.flushed, 0);
+    CHECK_OK(qm_hpfile_append(&f, data + 355, 256, &pos)); /* long: the buffer, then itself */
+    CHECK_EQ_U64(pos, 355);
+    CHECK_EQ_U64(f.flushed, 611);
+    CHECK_EQ_U64(f.size, 611);
+    CHECK(!qm_hpfile_populated(&f, 355, 256));            /* not asked for */
+    CHECK_OK(qm_hpfile_append(&f, data + 611, 10, &pos)); /* buffered again */
+    CHECK_EQ_U64(f.flushed, 611);
+    CHECK_OK(qm_hpfile_append(&f, data + 621, 9000, &pos)); /* longer than the buffer */
+    CHECK_EQ_U64(f.flushed, 9621);
+    unsigned char back[sizeof(data)];
+    CHECK_OK(qm_hpfile_read(&f, 0, back, 9621));
+    CHECK(memcmp(back, data, 9621) == 0);
+
+    qm_hpfile_populate(&f, true);
+    CHECK_OK(qm_hpfile_append(&f, data + 9621, 12000, &pos)); /* long, mapped */
+    CHECK_EQ_U64(pos, 9621);
+    const unsigned char *v = qm_hpfile_view(&f, 9621, 12000);
+    REQUIRE(v != NULL);
+    /* A kernel before 5.14 has no MADV_POPULATE_READ: then nothing counts as mapped. */
+    long pg = sysconf(_SC_PAGESIZE);
+    void *probe = mmap(NULL, (size_t)pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(probe != MAP_FAILED);
+    bool can = madvise(probe, (size_t)pg, 22 /* MADV_POPULATE_READ */) == 0;
+    munmap(probe, (size_t)pg);
+    CHECK(qm_hpfile_populated(&f, 9621, 12000) == can);
+    if (can) {
+        CHECK(pages_mapped(v, 12000, true));
+        CHECK(!qm_hpfile_populated(&f, 9621, 100)); /* a record that short was buffered */
+        CHECK(!qm_hpfile_populated(&f, 611, 9000)); /* written before */
+        CHECK_OK(qm_hpfile_append(&f, data + 21621, 50, &pos)); /* buffered: not mapped */
+        CHECK_OK(qm_hpfile_append(&f, data + 21671, 15000, &pos));
+        CHECK(qm_hpfile_populated(&f, 21671, 15000));
+        CHECK(qm_hpfile_populated(&f, 9621, 12000));
+        CHECK(memcmp(qm_hpfile_view(&f, 21671, 15000), data + 21671, 15000) == 0);
+        qm_hpfile_populate(&f, false); /* unmapped; the bytes stay readable */
+        CHECK(!qm_hpfile_populated(&f, 21671, 15000));
+        CHECK(pages_mapped(v + 4096, 4096, false));
+        CHECK(memcmp(qm_hpfile_view(&f, 9621, 12000), data + 9621, 12000) == 0);
+        qm_hpfile_populate(&f, true);
+        CHECK_OK(qm_hpfile_append(&f, data, 20000, &pos));
+        CHECK(qm_hpfile_populated(&f, pos, 20000));
+        CHECK_OK(qm_hpfile_sync(&f));
+        CHECK_OK(qm_hpfile_cut(&f, 21671)); /* a rollback: nothing counts as mapped */
+        CHECK(!qm_hpfile_populated(&f, 9621, 12000));
+        CHECK_OK(qm_hpfile_append(&f, data + 21671, 15000, &pos));
+        CHECK(qm_hpfile_populated(&f, 21671, 15000));
+    }
+    CHECK_OK(qm_hpfile_read(&f, 0, back, 36671));
+    CHECK(memcmp(back, data, 36671) == 0);
+    qm_hpfile_close(&f);
 }
 
 static void
@@ -929,6 +1023,7 @@ main(void)
     REQUIRE(setenv("QMDB_MEM_LIMIT", "268435456", 1) == 0);
     test_logs_fit();
     test_hpfile();
+    test_hpfile_long();
     test_hpfile_map();
     test_hpfile_drop();
     test_hpfile_huge();
