@@ -428,6 +428,8 @@ qm_hpfile_flush(qm_hpfile *f)
 
 static bool hp_pop_broken; /* the kernel refused MADV_POPULATE_READ: not asked again */
 
+static void hp_release(qm_hpfile *f, u64 pos, u64 len, u64 end, bool uncache);
+
 /* Maps the pages of the record [pos, pos + len), just written at once, into the read
  * mapping (qm_hpfile_populate), and keeps pop_lo: the first position from which every such
  * record is mapped. A client read of a long entry then copies it from the mapping once,
@@ -463,14 +465,7 @@ qm_hpfile_populate(qm_hpfile *f, bool on)
     /* Off with records still mapped: unmap them (the pages stay cached), so that reclaim,
      * which turning off foresees, finds page cache it can drop without unmapping it. */
     __atomic_store_n(&f->pop_lo, UINT64_MAX, __ATOMIC_RELEASE);
-    u64 page = qm_page_size();
-    for (u64 a = QM_MAX(lo, f->head) / page * page; a < f->flushed;) {
-        u64 n = QM_MIN(f->flushed - a, f->seg_size - a % f->seg_size);
-        const u8 *v = qm_hpfile_view(f, a, (size_t)n);
-        if (v)
-            (void)madvise((void *)v, (size_t)n, MADV_DONTNEED);
-        a += n;
-    }
+    hp_release(f, lo, f->flushed - lo, f->flushed, false);
 }
 
 bool
@@ -570,12 +565,14 @@ qm_hpfile_read(qm_hpfile *f, u64 pos, void *out, size_t len)
     return 0;
 }
 
-void
-qm_hpfile_drop(qm_hpfile *f, u64 pos, u64 len)
+/* The whole pages of [pos, pos + len) that lie in [head, end): unmapped from the read mapping
+ * (the page cache keeps them), and with uncache also dropped from the page cache. */
+static void
+hp_release(qm_hpfile *f, u64 pos, u64 len, u64 end, bool uncache)
 {
     u64 page = qm_page_size();
     u64 a = (QM_MAX(pos, f->head) + page - 1) / page * page;
-    u64 b = QM_MIN(pos + len, f->synced) / page * page;
+    u64 b = QM_MIN(pos + len, end) / page * page;
     if (qm_io_get() != qm_io_posix())
         return;
     while (a < b) {
@@ -584,13 +581,21 @@ qm_hpfile_drop(qm_hpfile *f, u64 pos, u64 len)
         int fd = -1;
         if (v)
             (void)madvise((void *)v, (size_t)n, MADV_DONTNEED);
-        pthread_mutex_lock(&f->mu);
-        int rc = seg_pfd_locked(f, seg, &fd); /* the descriptor the entry's reads use */
-        pthread_mutex_unlock(&f->mu);
-        if (rc == 0)
-            (void)posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_DONTNEED);
+        if (uncache) {
+            pthread_mutex_lock(&f->mu);
+            int rc = seg_pfd_locked(f, seg, &fd); /* the descriptor the entry's reads use */
+            pthread_mutex_unlock(&f->mu);
+            if (rc == 0)
+                (void)posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_DONTNEED);
+        }
         a += n;
     }
+}
+
+void
+qm_hpfile_drop(qm_hpfile *f, u64 pos, u64 len)
+{
+    hp_release(f, pos, len, f->synced, true);
 }
 
 int
