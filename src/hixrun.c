@@ -342,7 +342,7 @@ hix_merged_walk(qm_hindex *x, const run *r, layer *const *ls, qm_hix_fn fn, void
         rc = rr_next(&rd, &rec);
     u64 j = 0;
     while (!rc && (rec || j < rv.n)) {
-        if (rec && (j >= rv.n || memcmp(rec, rv.v + j * QM_HIX_REC, 6) <= 0)) {
+        if (rec && (j >= rv.n || k48(rec) <= k48(rv.v + j * QM_HIX_REC))) {
             if (!dead_in(ls, &filt, rec_pos12(rec)))
                 rc = fn(arg, rec, rec_pos12(rec));
             if (!rc)

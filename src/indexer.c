@@ -66,6 +66,15 @@ idx_lower_bound(const qm_index_unit *u, const u8 *k4)
 }
 
 void
+qm_index_prefetch(const qm_index *x, const u8 kh[32])
+{
+    const qm_index_unit *u = &x->units[((unsigned)(kh[0] & 0x0f) << 8) | kh[1]];
+    u32 n = u->n;
+    if (n >= 8) /* where idx_lower_bound guesses */
+        __builtin_prefetch(u->recs + (size_t)(((u64)rec_key(kh + 2) * n) >> 32) * QM_INDEX_REC);
+}
+
+void
 qm_index_init(qm_index *x)
 {
     memset(x, 0, sizeof(*x));

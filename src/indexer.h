@@ -48,6 +48,11 @@ QM_HIDDEN size_t qm_index_find(const qm_index *x, const u8 kh[32], u64 *out, siz
  * the total count; writes up to cap positions. */
 QM_HIDDEN size_t qm_index_pred_candidates(const qm_index *x, const u8 kh[32], u64 *out, size_t cap);
 
+/* Asks the CPU to start loading the record where a lookup of kh will begin (a hint: no
+ * effect on any answer), so that a caller looking up many keys can overlap their cache
+ * misses: called a few keys ahead of the lookup. */
+QM_HIDDEN void qm_index_prefetch(const qm_index *x, const u8 kh[32]);
+
 QM_HIDDEN int qm_index_insert(qm_index *x, const u8 kh[32], u64 pos);
 /* Removes the record (kh, pos). Returns QMDB_NOTFOUND if absent. */
 QM_HIDDEN int qm_index_erase(qm_index *x, const u8 kh[32], u64 pos);

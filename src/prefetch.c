@@ -289,6 +289,7 @@ qm_pf_free(qm_pf *pf)
     qm_reqs_free(&pf->pg);
     free(pf->mark);
     free(pf->seq);
+    free(pf->tmp);
     pf_pages_free(&pf->pages);
     memset(pf, 0, sizeof(*pf));
 }
@@ -319,11 +320,46 @@ pf_deferred(qm_pf *pf, qm_shard *shards, const qm_changeset *cs, qm_rio *rio, si
     return rc;
 }
 
-static int
-pf_key_cmp(const void *a, const void *b)
+/* The lookup order's sort (prefetch.h). */
+void
+qm_pf_sort(qm_pf_op *v, size_t n, void *scratch)
 {
-    u64 x = ((const qm_pf_op *)a)->key, y = ((const qm_pf_op *)b)->key;
-    return x < y ? -1 : x > y;
+    if (n < 64) {
+        for (size_t i = 1; i < n; i++) {
+            qm_pf_op x = v[i];
+            size_t j = i;
+            for (; j > 0 && v[j - 1].key > x.key; j--)
+                v[j] = v[j - 1];
+            v[j] = x;
+        }
+        return;
+    }
+    const u64 mask = QM_PF_SORT_DIG - 1;
+    qm_pf_op *src = v, *dst = scratch;
+    u32 *cnt = (u32 *)(dst + n);
+    memset(cnt, 0, QM_PF_SORT_PASSES * QM_PF_SORT_DIG * sizeof(u32));
+    for (size_t i = 0; i < n; i++)
+        for (unsigned d = 0; d < QM_PF_SORT_PASSES; d++)
+            cnt[d * QM_PF_SORT_DIG + ((v[i].key >> (d * QM_PF_SORT_BITS)) & mask)]++;
+    for (unsigned d = 0; d < QM_PF_SORT_PASSES; d++) {
+        u32 *c = cnt + d * QM_PF_SORT_DIG;
+        unsigned sh = d * QM_PF_SORT_BITS;
+        if (c[(src[0].key >> sh) & mask] == n)
+            continue; /* one digit for all: the pass would keep the order */
+        u32 sum = 0;
+        for (unsigned k = 0; k < QM_PF_SORT_DIG; k++) {
+            u32 t = c[k];
+            c[k] = sum;
+            sum += t;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[c[(src[i].key >> sh) & mask]++] = src[i];
+        qm_pf_op *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof(*v));
 }
 
 /* The block's operations shard by shard; with the hybrid indexer, each shard's in key-hash
@@ -344,6 +380,10 @@ pf_order(qm_pf *pf, qm_shard *shards, const qm_changeset *cs, size_t total)
         if (!q)
             return -ENOMEM;
         pf->seq = q;
+        void *t = realloc(pf->tmp, QM_PF_SORT_SCRATCH(total));
+        if (!t)
+            return -ENOMEM;
+        pf->tmp = t;
         pf->mcap = total;
     }
     size_t at = 0;
@@ -354,7 +394,7 @@ pf_order(qm_pf *pf, qm_shard *shards, const qm_changeset *cs, size_t total)
             pf->seq[at++] = (qm_pf_op){.key = qm_get_u48be(op->kh), .idx = (u32)k, .shard = i};
         }
         if (shards[i].index.hyb && at - first > 1)
-            qsort(pf->seq + first, at - first, sizeof(qm_pf_op), pf_key_cmp);
+            qm_pf_sort(pf->seq + first, at - first, pf->tmp);
     }
     return 0;
 }
@@ -654,9 +694,14 @@ gm_part_run(const gm_part *p)
     /* Pass 1: every key's candidates (and the predecessor's of absent keys), looked up at
      * once, or, with the hybrid indexer, after one batch of the index pages not in DRAM;
      * then one batch of reads for the entries not in DRAM. */
+    size_t d = qm_hint_ahead();
     for (size_t j = p->lo; j < p->hi; j++) {
         size_t i = ord[j].idx;
         qm_shard *s = &shards[qm_shard_of(kh[i])];
+        if (d && j + d < p->hi) {
+            const u8 *k2 = kh[ord[j + d].idx];
+            qm_ix_prefetch(&shards[qm_shard_of(k2)].index, k2);
+        }
         int pr = c->npre ? gm_pre(c->pre, c->npre, s, kh[i], &b, &rd[i]) : 0;
         if (pr < 0) {
             rc = pr;
@@ -682,6 +727,11 @@ gm_part_run(const gm_part *p)
     /* Pass 2: compare full keys (entries now come from the warm caches). */
     for (size_t j = p->lo; j < p->hi; j++) {
         size_t i = ord[j].idx;
+        if (d && j + d < p->hi) {
+            size_t i2 = ord[j + d].idx;
+            if (slot[i2].n > 0 && slot[i2].n < GM_DEFER)
+                qm_shard_prefetch_entry(&shards[qm_shard_of(kh[i2])], g.cand[slot[i2].off]);
+        }
         if (slot[i].n == GM_ANSWERED)
             continue;
         qm_shard *s = &shards[qm_shard_of(kh[i])];
@@ -762,8 +812,15 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
         qm_sha256(rd[i].key, rd[i].klen, kh[i]);
         ord[nk++] = (qm_pf_op){.key = qm_get_u48be(kh[i]), .idx = (u32)i};
     }
-    if (rio && shards[0].index.hyb && nk > 1)
-        qsort(ord, nk, sizeof(*ord), pf_key_cmp);
+    if (rio && shards[0].index.hyb && nk > 1) {
+        void *tmp = nk >= 64 ? malloc(QM_PF_SORT_SCRATCH(nk)) : NULL;
+        if (nk >= 64 && !tmp) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        qm_pf_sort(ord, nk, tmp);
+        free(tmp);
+    }
     unsigned nparts = rio && nk >= GM_SPLIT_MIN && qm_io_concurrent() && qm_logs_fit() ? 2 : 1;
     gm_call c = {shards, rio, rd, kh, slot, ord, pre, npre, nparts, for_block};
     gm_part part[2];

@@ -49,11 +49,28 @@ typedef struct qm_pf {
     qm_reqs ent, pg;
     qm_pf_pages pages;
     qm_pf_op *seq;
+    void *tmp; /* scratch of the lookup order's sort (prefetch.c, mcap keys) */
     u8 *mark;
     size_t mcap;
 } qm_pf;
 
 QM_HIDDEN void qm_pf_free(qm_pf *pf);
+
+/*
+ * Sorts v[0, n) by key (48 bits; ties keep their order) for the hybrid indexer's lookup order:
+ * a least-significant-digit radix sort in four passes of 12 bits, a pass skipped when every
+ * key has the same digit there (a shard's keys share their top bits); under 64 keys an
+ * insertion sort. It replaced qsort, whose calls through a comparison function were 3-5% of
+ * the hybrid indexer's update-phase samples (docs/BENCH.md, "The lookup order by radix sort").
+ * scratch: QM_PF_SORT_SCRATCH(n) bytes (the counts live there, not on the caller's stack);
+ * unused, and may be NULL, below 64 keys.
+ */
+#define QM_PF_SORT_BITS 12u
+#define QM_PF_SORT_DIG (1u << QM_PF_SORT_BITS)
+#define QM_PF_SORT_PASSES (48u / QM_PF_SORT_BITS)
+#define QM_PF_SORT_SCRATCH(n) \
+    ((n) * sizeof(qm_pf_op) + QM_PF_SORT_PASSES * QM_PF_SORT_DIG * sizeof(u32))
+QM_HIDDEN void qm_pf_sort(qm_pf_op *v, size_t n, void *scratch);
 
 /* Reads into the warm caches every entry the block's operations will read that is neither
  * cached nor in a write buffer. Positions come from the indexers before the block (with the

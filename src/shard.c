@@ -716,6 +716,31 @@ shard_op(qm_shard *s, const qm_op *op)
     return 0;
 }
 
+unsigned
+qm_hint_ahead(void)
+{
+    static int ahead = -1;
+    int a = __atomic_load_n(&ahead, __ATOMIC_RELAXED);
+    if (a < 0) {
+        const char *e = getenv("QMDB_NO_HINTS");
+        a = e && *e && strcmp(e, "0") != 0 ? 0 : 8;
+        __atomic_store_n(&ahead, a, __ATOMIC_RELAXED);
+    }
+    return (unsigned)a;
+}
+
+void
+qm_shard_prefetch_entry(qm_shard *s, u64 pos)
+{
+    if (!qm_logs_fit())
+        return;
+    const u8 *p = qm_hpfile_view(&s->entries, pos, 128);
+    if (p) {
+        __builtin_prefetch(p);
+        __builtin_prefetch(p + 64);
+    }
+}
+
 int
 qm_shard_apply(qm_shard *s, u64 height, const qm_op *ops, size_t n)
 {
