@@ -46,7 +46,8 @@ check_sort(size_t n, int kind, uint64_t *rng)
             bad++; /* not a permutation of the input */
         else
             seen[v[i].idx] = 1;
-        if (i > 0 && (v[i - 1].key > v[i].key || (v[i - 1].key == v[i].key && v[i - 1].idx > v[i].idx)))
+        if (i > 0 &&
+            (v[i - 1].key > v[i].key || (v[i - 1].key == v[i].key && v[i - 1].idx > v[i].idx)))
             bad++; /* out of order, or equal keys reordered */
     }
     if (bad)
