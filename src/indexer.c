@@ -46,13 +46,21 @@ idx_bsearch(const qm_index_unit *u, u32 key, u32 lo, u32 hi)
  * uniform over 32 bits within a unit, so the answer lies near key * n / 2^32: start there
  * and walk (a few records, on one or two cache lines, where a binary search touches a line
  * per step); a walk that goes on (skewed keys) finishes as a binary search. */
+#define IDX_GUESS_MIN 8u /* units with fewer records are bisected */
+
+static inline u32
+idx_guess(u32 key, u32 n)
+{
+    return (u32)(((u64)key * n) >> 32);
+}
+
 static u32
 idx_lower_bound(const qm_index_unit *u, const u8 *k4)
 {
     u32 key = rec_key(k4), n = u->n;
-    if (n < 8)
+    if (n < IDX_GUESS_MIN)
         return idx_bsearch(u, key, 0, n);
-    u32 g = (u32)(((u64)key * n) >> 32);
+    u32 g = idx_guess(key, n);
     if (rec_key(u->recs + (size_t)g * QM_INDEX_REC) < key) {
         for (u32 end = g + 16 < n ? g + 16 : n; ++g < end;)
             if (rec_key(u->recs + (size_t)g * QM_INDEX_REC) >= key)
@@ -66,12 +74,11 @@ idx_lower_bound(const qm_index_unit *u, const u8 *k4)
 }
 
 void
-qm_index_prefetch(const qm_index *x, const u8 kh[32])
+qm_index_prefetch(const qm_index *xc, const u8 kh[32])
 {
-    const qm_index_unit *u = &x->units[((unsigned)(kh[0] & 0x0f) << 8) | kh[1]];
-    u32 n = u->n;
-    if (n >= 8) /* where idx_lower_bound guesses */
-        __builtin_prefetch(u->recs + (size_t)(((u64)rec_key(kh + 2) * n) >> 32) * QM_INDEX_REC);
+    const qm_index_unit *u = idx_unit((qm_index *)xc, kh);
+    if (u->n >= IDX_GUESS_MIN) /* the record idx_lower_bound starts at */
+        __builtin_prefetch(u->recs + (size_t)idx_guess(rec_key(kh + 2), u->n) * QM_INDEX_REC);
 }
 
 void

@@ -320,6 +320,22 @@ pf_deferred(qm_pf *pf, qm_shard *shards, const qm_changeset *cs, qm_rio *rio, si
     return rc;
 }
 
+/* How many keys ahead qmdb_get_many gives the CPU its hints (the in-memory indexer's record,
+ * the entry to compare: docs/DESIGN.md "Two-phase prefetch"): 8, or 0 with QMDB_NO_HINTS=1
+ * in the environment (read once; for comparisons). */
+static unsigned
+gm_hint_ahead(void)
+{
+    static int ahead = -1;
+    int a = __atomic_load_n(&ahead, __ATOMIC_RELAXED);
+    if (a < 0) {
+        const char *e = getenv("QMDB_NO_HINTS");
+        a = e && e[0] && strcmp(e, "0") != 0 ? 0 : 8;
+        __atomic_store_n(&ahead, a, __ATOMIC_RELAXED);
+    }
+    return (unsigned)a;
+}
+
 /* The lookup order's sort (prefetch.h). */
 void
 qm_pf_sort(qm_pf_op *v, size_t n, void *scratch)
@@ -334,6 +350,8 @@ qm_pf_sort(qm_pf_op *v, size_t n, void *scratch)
         }
         return;
     }
+    /* An even number of passes: the last one writes back into v. */
+    _Static_assert(QM_PF_SORT_PASSES % 2 == 0, "the sorted keys must end in v");
     const u64 mask = QM_PF_SORT_DIG - 1;
     qm_pf_op *src = v, *dst = scratch;
     u32 *cnt = (u32 *)(dst + n);
@@ -344,8 +362,6 @@ qm_pf_sort(qm_pf_op *v, size_t n, void *scratch)
     for (unsigned d = 0; d < QM_PF_SORT_PASSES; d++) {
         u32 *c = cnt + d * QM_PF_SORT_DIG;
         unsigned sh = d * QM_PF_SORT_BITS;
-        if (c[(src[0].key >> sh) & mask] == n)
-            continue; /* one digit for all: the pass would keep the order */
         u32 sum = 0;
         for (unsigned k = 0; k < QM_PF_SORT_DIG; k++) {
             u32 t = c[k];
@@ -358,8 +374,6 @@ qm_pf_sort(qm_pf_op *v, size_t n, void *scratch)
         src = dst;
         dst = t;
     }
-    if (src != v)
-        memcpy(v, src, n * sizeof(*v));
 }
 
 /* The block's operations shard by shard; with the hybrid indexer, each shard's in key-hash
@@ -380,10 +394,12 @@ pf_order(qm_pf *pf, qm_shard *shards, const qm_changeset *cs, size_t total)
         if (!q)
             return -ENOMEM;
         pf->seq = q;
-        void *t = realloc(pf->tmp, QM_PF_SORT_SCRATCH(total));
-        if (!t)
-            return -ENOMEM;
-        pf->tmp = t;
+        if (shards[0].index.hyb) { /* only the hybrid indexer's order is sorted */
+            void *t = realloc(pf->tmp, QM_PF_SORT_SCRATCH(total));
+            if (!t)
+                return -ENOMEM;
+            pf->tmp = t;
+        }
         pf->mcap = total;
     }
     size_t at = 0;
@@ -694,7 +710,7 @@ gm_part_run(const gm_part *p)
     /* Pass 1: every key's candidates (and the predecessor's of absent keys), looked up at
      * once, or, with the hybrid indexer, after one batch of the index pages not in DRAM;
      * then one batch of reads for the entries not in DRAM. */
-    size_t d = qm_hint_ahead();
+    size_t d = gm_hint_ahead();
     for (size_t j = p->lo; j < p->hi; j++) {
         size_t i = ord[j].idx;
         qm_shard *s = &shards[qm_shard_of(kh[i])];
@@ -813,8 +829,8 @@ qm_get_many(qm_shard *shards, qm_rio *rio, qmdb_read *rd, size_t n,
         ord[nk++] = (qm_pf_op){.key = qm_get_u48be(kh[i]), .idx = (u32)i};
     }
     if (rio && shards[0].index.hyb && nk > 1) {
-        void *tmp = nk >= 64 ? malloc(QM_PF_SORT_SCRATCH(nk)) : NULL;
-        if (nk >= 64 && !tmp) {
+        void *tmp = malloc(QM_PF_SORT_SCRATCH(nk));
+        if (!tmp) {
             rc = -ENOMEM;
             goto out;
         }

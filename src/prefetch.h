@@ -58,12 +58,10 @@ QM_HIDDEN void qm_pf_free(qm_pf *pf);
 
 /*
  * Sorts v[0, n) by key (48 bits; ties keep their order) for the hybrid indexer's lookup order:
- * a least-significant-digit radix sort in four passes of 12 bits, a pass skipped when every
- * key has the same digit there (a shard's keys share their top bits); under 64 keys an
- * insertion sort. It replaced qsort, whose calls through a comparison function were 3-5% of
- * the hybrid indexer's update-phase samples (docs/BENCH.md, "The lookup order by radix sort").
- * scratch: QM_PF_SORT_SCRATCH(n) bytes (the counts live there, not on the caller's stack);
- * unused, and may be NULL, below 64 keys.
+ * a least-significant-digit radix sort in four passes of 12 bits; under 64 keys an insertion
+ * sort. It replaced qsort, whose calls through a comparison function were 4.8% of the hybrid
+ * indexer's update-phase samples (docs/BENCH.md, "The lookup order by radix sort").
+ * scratch: QM_PF_SORT_SCRATCH(n) bytes (the counts live there, not on the caller's stack).
  */
 #define QM_PF_SORT_BITS 12u
 #define QM_PF_SORT_DIG (1u << QM_PF_SORT_BITS)

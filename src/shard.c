@@ -716,19 +716,6 @@ shard_op(qm_shard *s, const qm_op *op)
     return 0;
 }
 
-unsigned
-qm_hint_ahead(void)
-{
-    static int ahead = -1;
-    int a = __atomic_load_n(&ahead, __ATOMIC_RELAXED);
-    if (a < 0) {
-        const char *e = getenv("QMDB_NO_HINTS");
-        a = e && *e && strcmp(e, "0") != 0 ? 0 : 8;
-        __atomic_store_n(&ahead, a, __ATOMIC_RELAXED);
-    }
-    return (unsigned)a;
-}
-
 void
 qm_shard_prefetch_entry(qm_shard *s, u64 pos)
 {
@@ -737,7 +724,7 @@ qm_shard_prefetch_entry(qm_shard *s, u64 pos)
     const u8 *p = qm_hpfile_view(&s->entries, pos, 128);
     if (p) {
         __builtin_prefetch(p);
-        __builtin_prefetch(p + 64);
+        qm_io_prefetch_lines(p, 128); /* the lines after the first */
     }
 }
 

@@ -220,9 +220,6 @@ QM_HIDDEN size_t qm_shard_op_positions(qm_shard *s, const u8 kh[32], enum qm_pre
  * the entry at pos while the logs are read through their mapping (a page not mapped yet is
  * not faulted in; no answer depends on it). */
 QM_HIDDEN void qm_shard_prefetch_entry(qm_shard *s, u64 pos);
-/* How many keys ahead qmdb_get_many gives the CPU these hints (and the in-memory indexer's,
- * indexer.h): 8, or 0 with QMDB_NO_HINTS=1 in the environment (read once; for comparisons). */
-QM_HIDDEN unsigned qm_hint_ahead(void);
 /* qm_shard_get over given candidate positions (from qm_shard_op_positions). */
 QM_HIDDEN int qm_shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen,
                               qm_ebuf *buf, qm_entry *e, u64 *pos);

@@ -4,7 +4,7 @@
  * (each idx once, with its own key), and equal keys in their input order. Lengths around the
  * insertion-sort threshold and large ones; keys spread over all 48 bits, keys sharing their
  * top bits (a shard's), keys with many repeats, keys differing in one digit only, and keys
- * that are all equal (every pass skipped). */
+ * that are all equal. */
 #include "../test.h"
 #include "prefetch.h"
 
