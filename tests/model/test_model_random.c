@@ -5,7 +5,8 @@
  * asserts, block by block, that the state roots are byte-identical and that qmdb_get
  * agrees with the model on a sample of present and absent keys. It also closes and reopens
  * the engine every ~10 blocks, checks stored historical roots, statistics, and the
- * rejection of invalid puts and bad heights.
+ * rejection of invalid puts and bad heights. Half the blocks start with a qmdb_get_many of keys
+ * the block then favours (read_ahead).
  *
  * Rollbacks: after 5% of the blocks the engine rolls back a random number of blocks
  * (qmdb_rollback; 1-6, or up to 40 one time in four) and the run continues with other
@@ -226,12 +227,22 @@ pool_add(const key_t_ *k)
     g_pool[g_npool++] = *k;
 }
 
-/* Picks a pool key whose presence in the model equals want_present; falls back to a fresh
- * key (absent) or any pool key. */
+/* The keys read by qmdb_get_many before this block's operations (read_ahead), which
+ * pick_key then prefers. */
+static key_t_ g_hot[48];
+static size_t g_nhot;
+
+/* Picks a pool key whose presence in the model equals want_present, often one read before
+ * the block; falls back to a fresh key (absent) or any pool key. */
 static key_t_
 pick_key(rm *m, int want_present)
 {
     key_t_ k;
+    for (int tries = 0; tries < 8 && g_nhot > 0 && rnd() % 100 < 30; tries++) {
+        k = g_hot[rnd() % g_nhot];
+        if (rm_get(m, k.k, k.kl, NULL, NULL) == want_present)
+            return k;
+    }
     for (int tries = 0; tries < 32 && g_npool > 0; tries++) {
         k = g_pool[rnd() % g_npool];
         if (rm_get(m, k.k, k.kl, NULL, NULL) == want_present)
@@ -432,6 +443,46 @@ one_op(run *r, const config *c)
             do_put(r, &k);
             do_put(r, &k);
             break;
+        }
+    }
+}
+
+/* Reads a group of keys with qmdb_get_many before the block's operations, as a block
+ * executor does: pool keys and a few fresh ones, checked against the model (still at the
+ * previous block's state). The reads leave their entries (and absent keys' predecessors) in
+ * the shards' warm caches and mark the keys read, so the prefetch stage skips their puts
+ * (prefetch.c). The block's operations then favour these keys (pick_key), so the update stage
+ * meets keys that a read found and that earlier operations of the same block created,
+ * updated, deleted or moved (as a predecessor, or by compaction); the roots and values checked
+ * after the commit show that what the reads cached never stands in for the key's state. */
+static void
+read_ahead(run *r)
+{
+    static uint8_t bufs[48][128];
+    qmdb_read rd[48];
+    g_nhot = rnd_range(8, 48);
+    for (size_t i = 0; i < g_nhot; i++) {
+        if (g_npool == 0 || chance(8)) {
+            new_key(&g_hot[i]);
+            pool_add(&g_hot[i]);
+        } else {
+            g_hot[i] = g_pool[rnd() % g_npool];
+        }
+        rd[i] = (qmdb_read){.key = g_hot[i].k, .klen = g_hot[i].kl, .buf = bufs[i], .cap = 128};
+    }
+    ASSERT_OK(qmdb_get_many(r->db, rd, g_nhot));
+    for (size_t i = 0; i < g_nhot; i++) {
+        const uint8_t *mv = NULL;
+        size_t mvl = 0;
+        int present = rm_get(r->m, g_hot[i].k, g_hot[i].kl, &mv, &mvl);
+        if (!present) {
+            ASSERT_EQ_INT(rd[i].rc, QMDB_NOTFOUND);
+        } else if (mvl > 128) {
+            ASSERT_EQ_INT(rd[i].rc, QMDB_BUFFER_TOO_SMALL);
+            ASSERT_EQ_INT(rd[i].vlen, mvl);
+        } else {
+            ASSERT_EQ_INT(rd[i].rc, QMDB_OK);
+            ASSERT(rd[i].vlen == mvl && memcmp(bufs[i], mv, mvl) == 0);
         }
     }
 }
@@ -748,7 +799,10 @@ run_config(const config *c, size_t ops_target)
 
     uint64_t h = 0;
     unsigned blocks_since_reopen = 0, reopens = 0;
-    while (r.ops_total < ops_target) {
+    /* A configuration that must compact runs on until it has (rollbacks may undo much of
+     * the work), for up to four times its operations. */
+    while (r.ops_total < ops_target ||
+           (c->expect_compaction && rm_compactions(r.m) == 0 && r.ops_total < 4 * ops_target)) {
         h++;
         g_height = h;
         qmdb_batch_reset(r.b);
@@ -757,6 +811,9 @@ run_config(const config *c, size_t ops_target)
         ASSERT_EQ_INT(rm_begin_block(r.m, h), 0);
         mblocks_begin(&r, h);
         log_printf("block %" PRIu64 "\n", h);
+        g_nhot = 0;
+        if (chance(50))
+            read_ahead(&r);
         if (chance(10))
             do_tx(&r); /* names tx 0 only */
         if (chance(3))
@@ -785,6 +842,7 @@ run_config(const config *c, size_t ops_target)
         }
         ASSERT_EQ_INT(qmdb_batch_ops(r.b), r.batch_ops);
         commit_block(&r, h);
+        g_nhot = 0;
         check_sample(&r, 24);
         check_stats(&r);
         if (++blocks_since_reopen >= 8 + rnd() % 5) {
