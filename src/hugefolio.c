@@ -121,8 +121,7 @@ huge_init(void)
     const char *min = getenv("QMDB_HUGE_MIN_LIVE"); /* tests: small logs readied too */
     if (min && min[0])
         huge_min = strtoull(min, NULL, 10);
-    const char *env = getenv("QMDB_NO_HUGE_FOLIOS");
-    if (env && env[0] && strcmp(env, "0") != 0)
+    if (qm_env_flag("QMDB_NO_HUGE_FOLIOS"))
         __atomic_store_n(&huge_state, HUGE_OFF, __ATOMIC_RELEASE);
 }
 

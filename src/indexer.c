@@ -9,10 +9,17 @@
 
 #include <stdlib.h>
 
+/* The unit of kh within its shard: key-hash bits 4..15. */
+static inline unsigned
+idx_unit_no(const u8 kh[32])
+{
+    return ((unsigned)(kh[0] & 0x0f) << 8) | kh[1];
+}
+
 static inline qm_index_unit *
 idx_unit(qm_index *x, const u8 kh[32])
 {
-    return &x->units[((unsigned)(kh[0] & 0x0f) << 8) | kh[1]];
+    return &x->units[idx_unit_no(kh)];
 }
 
 static inline u64
@@ -42,18 +49,19 @@ idx_bsearch(const qm_index_unit *u, u32 key, u32 lo, u32 hi)
     return lo;
 }
 
-/* First record index whose key is >= the key at k4. Record keys are key-hash bytes 2..5,
- * uniform over 32 bits within a unit, so the answer lies near key * n / 2^32: start there
- * and walk (a few records, on one or two cache lines, where a binary search touches a line
- * per step); a walk that goes on (skewed keys) finishes as a binary search. */
 #define IDX_GUESS_MIN 8u /* units with fewer records are bisected */
 
+/* Where a key's record lies in a unit of n records if keys are uniform (idx_lower_bound). */
 static inline u32
 idx_guess(u32 key, u32 n)
 {
     return (u32)(((u64)key * n) >> 32);
 }
 
+/* First record index whose key is >= the key at k4. Record keys are key-hash bytes 2..5,
+ * uniform over 32 bits within a unit, so the answer lies near key * n / 2^32: start there
+ * and walk (a few records, on one or two cache lines, where a binary search touches a line
+ * per step); a walk that goes on (skewed keys) finishes as a binary search. */
 static u32
 idx_lower_bound(const qm_index_unit *u, const u8 *k4)
 {
@@ -74,9 +82,9 @@ idx_lower_bound(const qm_index_unit *u, const u8 *k4)
 }
 
 void
-qm_index_prefetch(const qm_index *xc, const u8 kh[32])
+qm_index_prefetch(const qm_index *x, const u8 kh[32])
 {
-    const qm_index_unit *u = idx_unit((qm_index *)xc, kh);
+    const qm_index_unit *u = &x->units[idx_unit_no(kh)];
     if (u->n >= IDX_GUESS_MIN) /* the record idx_lower_bound starts at */
         __builtin_prefetch(u->recs + (size_t)idx_guess(rec_key(kh + 2), u->n) * QM_INDEX_REC);
 }

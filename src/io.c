@@ -103,8 +103,7 @@ qm_io_concurrent(void)
 bool
 qm_io_map_allowed(void)
 {
-    const char *env = getenv("QMDB_NO_MMAP");
-    if (env && env[0] && strcmp(env, "0") != 0)
+    if (qm_env_flag("QMDB_NO_MMAP"))
         return false;
     return qm_io_get() == qm_io_posix() && SIZE_MAX > UINT32_MAX;
 }

@@ -329,8 +329,7 @@ gm_hint_ahead(void)
     static int ahead = -1;
     int a = __atomic_load_n(&ahead, __ATOMIC_RELAXED);
     if (a < 0) {
-        const char *e = getenv("QMDB_NO_HINTS");
-        a = e && e[0] && strcmp(e, "0") != 0 ? 0 : 8;
+        a = qm_env_flag("QMDB_NO_HINTS") ? 0 : 8;
         __atomic_store_n(&ahead, a, __ATOMIC_RELAXED);
     }
     return (unsigned)a;

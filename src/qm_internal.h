@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef uint8_t u8;
@@ -77,5 +78,14 @@ QM_HIDDEN int qm_err_set(qm_err *e, int rc, const char *fmt, ...)
 
 /* Report corruption with file and offset; returns QMDB_CORRUPT. */
 #define QM_CORRUPT(e, ...) qm_err_set((e), QMDB_CORRUPT, __VA_ARGS__)
+
+/* Whether the environment variable `name` is set to something other than "" or "0" (the
+ * QMDB_NO_* switches). */
+static inline bool
+qm_env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && v[0] && strcmp(v, "0") != 0;
+}
 
 #endif /* QM_INTERNAL_H */

@@ -229,7 +229,8 @@ pool_add(const key_t_ *k)
 
 /* The keys read by qmdb_get_many before this block's operations (read_ahead), which
  * pick_key then prefers. */
-static key_t_ g_hot[48];
+#define HOT_MAX 48
+static key_t_ g_hot[HOT_MAX];
 static size_t g_nhot;
 
 /* Picks a pool key whose presence in the model equals want_present, often one read before
@@ -238,10 +239,12 @@ static key_t_
 pick_key(rm *m, int want_present)
 {
     key_t_ k;
-    for (int tries = 0; tries < 8 && g_nhot > 0 && rnd() % 100 < 30; tries++) {
-        k = g_hot[rnd() % g_nhot];
-        if (rm_get(m, k.k, k.kl, NULL, NULL) == want_present)
-            return k;
+    if (g_nhot > 0 && chance(30)) {
+        for (int tries = 0; tries < 8; tries++) {
+            k = g_hot[rnd() % g_nhot];
+            if (rm_get(m, k.k, k.kl, NULL, NULL) == want_present)
+                return k;
+        }
     }
     for (int tries = 0; tries < 32 && g_npool > 0; tries++) {
         k = g_pool[rnd() % g_npool];
@@ -458,9 +461,9 @@ one_op(run *r, const config *c)
 static void
 read_ahead(run *r)
 {
-    static uint8_t bufs[48][128];
-    qmdb_read rd[48];
-    g_nhot = rnd_range(8, 48);
+    static uint8_t bufs[HOT_MAX][128];
+    qmdb_read rd[HOT_MAX];
+    g_nhot = rnd_range(8, HOT_MAX);
     for (size_t i = 0; i < g_nhot; i++) {
         if (g_npool == 0 || chance(8)) {
             new_key(&g_hot[i]);
