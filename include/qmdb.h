@@ -203,7 +203,9 @@ typedef struct qmdb_options {
 /** Open flag: batched reads (prefetch, qmdb_get_many) use O_DIRECT, bypassing the page cache
  *  (for databases much larger than memory). By default they are buffered without
  *  read-ahead. An entry still in the page cache (most often one written a moment ago) is
- *  copied from it rather than read from the device (qmdb_stats.page_cache_reads). */
+ *  copied from it rather than read from the device (qmdb_stats.page_cache_reads). While the
+ *  entry logs do not fit in memory, point reads (qmdb_get) of entries whose pages are not
+ *  in the page cache use O_DIRECT too, so they do not push out what it holds. */
 #define QMDB_OPEN_DIRECT_IO 0x20u
 /** Open flag, for recovery by an operator: open although one META slot is damaged (blank,
  *  truncated away, or both of its copies invalid), using the other, valid slot. Without it

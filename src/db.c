@@ -329,6 +329,8 @@ db_pipeline_start(qmdb_db *db, const qmdb_options *opt)
     if (qm_io_concurrent()) {
         unsigned qd = opt->read_queue_depth ? opt->read_queue_depth : 64;
         QM_RET(qm_rio_new(qd, (opt->flags & QMDB_OPEN_DIRECT_IO) != 0, opt->io_uring, &db->rio));
+        for (unsigned i = 0; i < QM_SHARD_COUNT; i++)
+            db->shard[i].point_direct = (opt->flags & QMDB_OPEN_DIRECT_IO) != 0;
     }
     const char *env = getenv("QMDB_PIPELINE");
     bool on = opt->pipeline == QMDB_AUTO ? !(env && *env && atoi(env) == 0) : opt->pipeline == 1;

@@ -732,6 +732,7 @@ freeze_locked(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg)
     x->fblob = blob;
     x->fblob_len = len;
     x->fgen = gen;
+    x->freezes++;
     x->f = x->a;
     x->a = na;
     return 0;
@@ -748,6 +749,12 @@ qm_hix_maintain(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg)
     if (x->state == MERGE_DONE && x->merge_rc)
         rc = install_locked(x); /* reports the failure; a merge that succeeded: qm_hix_install */
     u64 thres = x->merge_changes ? x->merge_changes : QM_MAX((u64)HIX_MIN_MERGE, x->r.nrec / 12);
+    /* Keys spread evenly over the shards, so their overlays fill at one rate: the first
+     * overlay of a handle is frozen at (shard + 1) / 16 of the size, so that the shards then
+     * freeze and merge in turn, not all in the same block (fewer full and frozen overlays in
+     * DRAM at once, and merges spread over the blocks). */
+    if (!x->merge_changes && x->freezes == 0)
+        thres = thres * (x->shard % QM_SHARD_COUNT + 1) / QM_SHARD_COUNT;
     if (!rc && x->state == MERGE_IDLE && !x->f &&
         (layer_changes(x->a) >= thres || (x->j.on && x->j.off >= HIX_JOURNAL_MAX)))
         rc = freeze_locked(x, height, snap, arg);

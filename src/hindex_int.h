@@ -60,6 +60,7 @@ struct qm_hindex {
     run out;
     qm_err merr, *err;
     u64 merges;
+    u64 freezes;         /* overlays frozen since the handle was made */
     u64 page_reads;      /* atomic */
     qm_trust res;        /* mapped run pages found resident in a row (qm_hix_cached) */
     struct memo_ent *mt; /* the per-block memo (below), guarded by mmu */

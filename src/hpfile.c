@@ -554,6 +554,41 @@ qm_hpfile_read_point(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got)
 }
 
 int
+qm_hpfile_read_direct(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got)
+{
+    *got = 0;
+    if (pos < f->head || pos >= f->flushed)
+        return qm_err_set(f->err, QMDB_INVALID,
+                          "direct read of %s at %" PRIu64 " outside [%" PRIu64 ", %" PRIu64 ")",
+                          f->path_prefix, pos, f->head, f->flushed);
+    int fd;
+    u64 off, left;
+    QM_RET(qm_hpfile_read_fd(f, pos, true, &fd, &off, &left));
+    len = (size_t)QM_MIN(QM_MIN((u64)len, left), f->flushed - pos);
+    u64 aoff = off & ~(u64)(QM_IO_ALIGN - 1), skip = off - aoff;
+    size_t wlen = (size_t)(((off + len + QM_IO_ALIGN - 1) & ~(u64)(QM_IO_ALIGN - 1)) - aoff);
+    u8 *win;
+    if (posix_memalign((void **)&win, QM_IO_ALIGN, wlen) != 0)
+        return qm_err_set(f->err, -ENOMEM, "direct read of %s: no memory", f->path_prefix);
+    /* One read: a short one ends at the end of the file, where a second would start at an
+     * offset O_DIRECT refuses. */
+    ssize_t k;
+    do
+        k = pread(fd, win, wlen, (off_t)aoff);
+    while (k < 0 && errno == EINTR);
+    int rc = k < 0 ? -errno : 0;
+    if (k > (ssize_t)skip) {
+        *got = QM_MIN((size_t)k - (size_t)skip, len);
+        memcpy(out, win + skip, *got);
+    }
+    free(win);
+    if (rc)
+        return qm_err_set(f->err, rc, "read of %s.%010" PRIu64 " at %" PRIu64 ": %s",
+                          f->path_prefix, pos / f->seg_size, off, qmdb_strerror(rc));
+    return 0;
+}
+
+int
 qm_hpfile_read(qm_hpfile *f, u64 pos, void *out, size_t len)
 {
     size_t got;

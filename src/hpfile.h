@@ -136,6 +136,10 @@ QM_HIDDEN int qm_hpfile_read_upto(qm_hpfile *f, u64 pos, void *out, size_t len, 
  * segment with the kernel's read-ahead off (POSIX_FADV_RANDOM), so that it reads the pages asked
  * for and no more; fds keep their read-ahead for the sequential scans (qm_scan). */
 QM_HIDDEN int qm_hpfile_read_point(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got);
+/* qm_hpfile_read_upto past the page cache (O_DIRECT through the batched reads' descriptor, the
+ * bytes widened to whole pages in a bounce buffer): up to len bytes at pos, within pos's
+ * segment and below `flushed`, which pos must be under. */
+QM_HIDDEN int qm_hpfile_read_direct(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got);
 /* Asks the kernel to forget the cached pages that lie wholly inside [pos, pos + len), bytes
  * already written out in an earlier block (below synced): a dead entry's, so that the page
  * cache holds live ones. Unmaps them from f's read mapping first (mapped pages are not

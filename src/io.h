@@ -177,6 +177,10 @@ qm_cprobe_note(qm_cprobe *p, unsigned c, bool yes)
     __atomic_store_n(&p->yes[c], y + (yes ? 1 : 0), __ATOMIC_RELAXED);
 }
 
+/* Offset, length and buffer alignment of reads that bypass the page cache (O_DIRECT): the
+ * batched reads (rio.c) and the point reads that skip the cache (shard.c). */
+#define QM_IO_ALIGN 4096u
+
 /* Helpers over the vtable. */
 QM_HIDDEN int qm_io_pread_full(int fd, void *buf, size_t len, u64 off);
 /* Reads up to len bytes; *got is set to what was read (may be short at end of file). */

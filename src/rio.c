@@ -40,7 +40,6 @@
 #endif
 
 #define RIO_SLOT 8192u
-#define RIO_ALIGN 4096u
 #define RIO_JOBS 16u
 #define RIO_PREAD_THREADS 8u
 #define RIO_LANES 2u
@@ -85,8 +84,8 @@ rio_window(const qm_rio *r, const qm_rreq *q, u64 *aoff, u32 *alen)
         *alen = q->len;
         return;
     }
-    *aoff = q->off & ~(u64)(RIO_ALIGN - 1);
-    u64 end = (q->off + q->len + RIO_ALIGN - 1) & ~(u64)(RIO_ALIGN - 1);
+    *aoff = q->off & ~(u64)(QM_IO_ALIGN - 1);
+    u64 end = (q->off + q->len + QM_IO_ALIGN - 1) & ~(u64)(QM_IO_ALIGN - 1);
     *alen = (u32)(end - *aoff);
 }
 
@@ -353,7 +352,7 @@ rio_probe(rio_lane *l, unsigned qd)
 static int
 rio_lane_bufs(rio_lane *l, size_t nbufs)
 {
-    if (posix_memalign((void **)&l->bufs, RIO_ALIGN, nbufs * RIO_SLOT) != 0) {
+    if (posix_memalign((void **)&l->bufs, QM_IO_ALIGN, nbufs * RIO_SLOT) != 0) {
         l->bufs = NULL;
         return -ENOMEM;
     }

@@ -236,6 +236,23 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     return 1;
 }
 
+/* Whether a client read of guess bytes at pos reads past the page cache: the handle reads
+ * with O_DIRECT (s->point_direct, QMDB_OPEN_DIRECT_IO), the logs do not fit in memory, the
+ * entry's header lies in a file and in pos's segment, and the pages of the guessed bytes there
+ * are not resident (an entry that goes on past them is read again: qm_hpfile_read_point). Random
+ * point reads then leave the page cache to what it holds (log pages written a moment ago, the
+ * hybrid indexer's run pages), as the batched reads do, and the reading thread reclaims no page per
+ * read. */
+static bool
+shard_read_direct(qm_shard *s, u64 pos, u32 guess)
+{
+    qm_hpfile *f = &s->entries;
+    if (!s->point_direct || qm_logs_fit() ||
+        qm_hpfile_span(f, pos, QM_ENTRY_FIXED + 3) < QM_ENTRY_FIXED + 3)
+        return false;
+    return !qm_hpfile_resident(f, pos, qm_hpfile_span(f, pos, guess));
+}
+
 /* Reads the entry at pos: client reads (RD_CLIENT, RD_VIEW) look in the log's mapping first,
  * where an entry costs no lock and no system call; the updater looks in the warm cache first,
  * where the prefetch stage put the entries it read (from the device, bypassing the page cache
@@ -268,7 +285,10 @@ shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     u32 guess = QM_MIN(QM_MAX(qm_shard_seen_len(s), SHARD_READ_GUESS), SHARD_READ_MAX);
     QM_RET(ebuf_reserve(b, guess));
     size_t got;
-    QM_RET(qm_hpfile_read_point(&s->entries, pos, b->p, guess, &got));
+    if (who != RD_UPDATER && shard_read_direct(s, pos, guess))
+        QM_RET(qm_hpfile_read_direct(&s->entries, pos, b->p, guess, &got));
+    else
+        QM_RET(qm_hpfile_read_point(&s->entries, pos, b->p, guess, &got));
     if (got < QM_ENTRY_FIXED + 3)
         return QM_CORRUPT(s->err, "shard %u entry log: truncated entry at offset %" PRIu64, s->id,
                           pos);

@@ -93,6 +93,8 @@ typedef struct qm_shard {
     u8 *twigrec;      /* 128 KiB scratch for twig records */
     FILE *trace;      /* optional append trace (debugging aid) */
     struct qm_undo *undo; /* when set, the update stage records pre-images here (undo.h) */
+    bool point_direct;    /* client reads of pages not in the page cache bypass it (O_DIRECT)
+                             while the logs do not fit: QMDB_OPEN_DIRECT_IO (db.c, shard.c) */
     bool index_resumed;   /* the index came from its run file at open (no log scan) */
     bool run_current;     /* ... and no block was applied or undone since: that run is the
                              checkpoint of the current state */

@@ -17,7 +17,9 @@
  * with QMDB_OPEN_DIRECT_IO entries that were written a moment before and are still in the page
  * cache, beside ones that are not: those are copied from the page cache, not read again. A
  * fifth writes and reads entries of 70-90 KB, which are mapped as they are written
- * (test_long_mapped).
+ * (test_long_mapped). A sixth checks that where the logs do not fit in memory, point reads
+ * with QMDB_OPEN_DIRECT_IO of entries that are not resident leave the page cache alone
+ * (test_direct_points); the "nofit" runs open the first part's handles with that flag.
  * CTest runs it as is, with QMDB_NO_MMAP=1 throughout, and with the hybrid indexer.
  * Uses qmdb.h (plus POSIX), and io.h's count of residency questions.
  */
@@ -570,6 +572,141 @@ test_cached_batch(const char *path)
     }
 }
 
+/* Pages of the entry logs in path that are in the page cache. */
+static size_t
+log_pages_resident(const char *d)
+{
+    DIR *dp = opendir(d);
+    REQUIRE(dp != NULL);
+    struct dirent *de;
+    size_t res = 0;
+    long pg = sysconf(_SC_PAGESIZE);
+    static unsigned char in[1 << 16];
+    while ((de = readdir(dp)) != NULL) {
+        if (!strstr(de->d_name, ".entries."))
+            continue;
+        char p[512];
+        snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
+        int fd = open(p, O_RDONLY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) {
+            if (fd >= 0)
+                close(fd);
+            continue;
+        }
+        size_t len = (size_t)st.st_size, n = (len + (size_t)pg - 1) / (size_t)pg;
+        void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+        REQUIRE(m != MAP_FAILED && n <= sizeof(in));
+        CHECK(mincore(m, len, in) == 0);
+        for (size_t i = 0; i < n; i++)
+            res += in[i] & 1;
+        munmap(m, len);
+        close(fd);
+    }
+    closedir(dp);
+    return res;
+}
+
+#define DP_KEYS 800u
+
+/* Value i of round r: most short (the entry within one read window), every ninth 1,500-9,000
+ * bytes (across pages, past the window: read through the page cache). */
+static uint32_t
+dp_value(unsigned r, unsigned i, uint8_t *v)
+{
+    uint32_t len = i % 9 == 8 ? 1500 + (i * 977 + r * 131) % 7500 : 8 + (i * 37 + r) % 150;
+    for (uint32_t j = 0; j < len; j++)
+        v[j] = (uint8_t)(r * 29 + i * 3 + j);
+    return len;
+}
+
+/* Reads every key of round r (values checked); the number of wrong answers. */
+static unsigned
+dp_read_all(qmdb_db *db, unsigned r, bool short_only)
+{
+    static uint8_t v[VMAX], buf[VMAX];
+    unsigned bad = 0;
+    for (unsigned i = 0; i < DP_KEYS; i++) {
+        uint32_t len = dp_value(r, i, v);
+        if (short_only && len > 200)
+            continue;
+        char key[16];
+        snprintf(key, sizeof(key), "dp-%04u", i);
+        size_t got = 0;
+        int rc = qmdb_get(db, key, strlen(key), buf, sizeof(buf), &got);
+        bad += rc != 0 || got != len || memcmp(buf, v, len) != 0;
+    }
+    return bad;
+}
+
+/* Writes two rounds of DP_KEYS values with flags, drops the log's pages, and reads the short
+ * values (then all of them: values checked); the log pages the short reads made resident. */
+static size_t
+dp_run(const char *path, uint32_t flags)
+{
+    qmdb_options o;
+    qmdb_options_init(&o);
+    o.flags = flags;
+    o.entry_segment_bytes = 65536; /* entries across segment ends */
+    qmdb_db *db = create_open(path, &o);
+    qmdb_batch *b = NULL;
+    CHECK_OK(qmdb_batch_new(&b));
+    static uint8_t v[VMAX];
+    for (unsigned r = 0; r < 2; r++) {
+        qmdb_batch_reset(b);
+        for (unsigned i = 0; i < DP_KEYS; i++) {
+            char key[16];
+            snprintf(key, sizeof(key), "dp-%04u", i);
+            uint32_t len = dp_value(r, i, v);
+            CHECK_OK(qmdb_batch_put(b, key, strlen(key), v, len));
+        }
+        CHECK_OK(qmdb_commit(db, r + 1, b, NULL));
+    }
+    drop_log_pages(path); /* pages this process has mapped stay (drop_log_pages) */
+    size_t res0 = log_pages_resident(path);
+    CHECK(dp_read_all(db, 1, true) == 0);
+    size_t res = log_pages_resident(path) - res0;
+    CHECK(dp_read_all(db, 1, false) == 0);
+    drop_log_pages(path);
+    CHECK(dp_read_all(db, 1, false) == 0); /* long ones first met cold too */
+    CHECK_OK(qmdb_close(db));
+    qmdb_batch_free(b);
+    return res;
+}
+
+/* Where the logs do not fit in memory (counted here as a huge log: qm_huge_account) and the
+ * handle reads with O_DIRECT, a point read of an entry whose page is not resident reads past
+ * the page cache (shard.c, shard_read_direct): reads of short values from a dropped log make
+ * no page of it resident, where buffered reads bring in each page they read; every value,
+ * long ones too (read with the length of the shard's latest long entry), comes back right. */
+static void
+test_direct_points(const char *path)
+{
+    if (!fs_drops_pages(path) || !fs_direct_io(path)) {
+        printf("test_readpath: direct point reads not checked (no O_DIRECT or the file system "
+               "keeps dropped pages)\n");
+        return;
+    }
+    const int64_t huge = (int64_t)1 << 62;
+    qm_huge_account(huge);
+    CHECK(!qm_logs_fit());
+    char p[600], cmd[700];
+    snprintf(p, sizeof(p), "%s.d", path);
+    size_t res_direct = dp_run(p, QMDB_OPEN_DIRECT_IO);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", p);
+    CHECK(system(cmd) == 0);
+    snprintf(p, sizeof(p), "%s.b", path);
+    size_t res_buffered = dp_run(p, 0);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", p);
+    CHECK(system(cmd) == 0);
+    qm_huge_account(-huge);
+    printf("test_readpath: log pages made resident by short point reads: %zu with O_DIRECT, %zu "
+           "buffered\n",
+           res_direct, res_buffered);
+    CHECK(res_direct == 0);
+    CHECK(res_buffered >= 20);
+}
+
 /* Long values (entries of 70,000-90,000 bytes: written at once, and while the logs are small
  * their pages mapped as they are written, then read through the mapping: shard.c,
  * SHARD_MAP_MAX) against a model through updates, deletes, a rollback (the log's tail cut and
@@ -728,6 +865,12 @@ open_db(const char *path)
 {
     qmdb_options o;
     qmdb_options_init(&o);
+    /* Where the logs do not fit (the "nofit" runs), point reads of entries that are not
+     * resident go past the page cache when the handle reads with O_DIRECT: the model checks
+     * them through everything the first part does to the log. */
+    const char *lim = getenv("QMDB_MEM_LIMIT");
+    if (lim && lim[0] && fs_direct_io(path))
+        o.flags |= QMDB_OPEN_DIRECT_IO;
     qmdb_db *db = NULL;
     CHECK_OK(qmdb_open(path, &o, &db));
     REQUIRE(db != NULL);
@@ -846,6 +989,8 @@ main(void)
 
     snprintf(copy, sizeof(copy), "%s.cb", dir);
     test_cached_batch(copy);
+    snprintf(copy, sizeof(copy), "%s.dp", dir);
+    test_direct_points(copy);
     snprintf(copy, sizeof(copy), "%s.lm", dir);
     test_long_mapped(copy);
 

@@ -6,7 +6,8 @@
  * foreach and count across merges; the checkpoint round trip (blob, stale states, a flipped
  * byte in a record page, a missing file); an empty run (overlay only) and qm_hix_page_of;
  * run pages handed to the lookups in a batch (qm_hix_pages_use), whole, damaged or misplaced;
- * the search inside a run page (hix_page_search) against a scan.
+ * the search inside a run page (hix_page_search) against a scan; the default merge size,
+ * staggered by shard for a handle's first overlay (test_stagger).
  */
 #include "../test.h"
 #include "codec.h"
@@ -773,6 +774,54 @@ test_empty(void)
     qm_index_free(&ref);
 }
 
+/* Inserts n records with fresh random keys at positions from *pos on, then lets merges run
+ * (settle); the merges installed meanwhile. */
+static u64
+stagger_add(qm_hindex *x, u32 n, u64 *pos)
+{
+    u64 m0 = qm_hix_merges(x);
+    for (u32 i = 0; i < n; i++) {
+        u8 kh[32];
+        for (int j = 0; j < 32; j++)
+            kh[j] = (u8)rnd();
+        CHECK_OK(qm_hix_insert(x, kh, (*pos)++ * 8));
+    }
+    settle(x, 20);
+    return qm_hix_merges(x) - m0;
+}
+
+/* With the default merge size (no merge_changes), a handle's first overlay is frozen at
+ * (shard + 1) / 16 of it (32768 changes for a small run), so that shards fill and merge in
+ * turn; the overlays after it at the whole size. */
+static void
+test_stagger(void)
+{
+    static const unsigned shards[] = {0, 7, 15};
+    for (unsigned k = 0; k < 3; k++) {
+        char sub[600];
+        snprintf(sub, sizeof(sub), "%s/stagger%u", dir, k);
+        REQUIRE(mkdir(sub, 0755) == 0);
+        qm_err err = {{0}};
+        qm_hindex *x = NULL;
+        REQUIRE(qm_hix_new(sub, shards[k], 0, &x, &err) == 0);
+        CHECK_OK(qm_hix_bulk_finish(x, NULL, NULL, 0));
+        u32 first = 32768u * (shards[k] + 1) / 16;
+        u64 pos = 1;
+        CHECK_EQ_U64(stagger_add(x, first - 1, &pos), 0);
+        u64 m = stagger_add(x, 1, &pos);
+        for (int i = 0; i < 50 && m == 0; i++)
+            m += stagger_add(x, 0, &pos);
+        CHECK_EQ_U64(m, 1);
+        CHECK_EQ_U64(stagger_add(x, 32767, &pos), 0);
+        m = stagger_add(x, 1, &pos);
+        for (int i = 0; i < 50 && m == 0; i++)
+            m += stagger_add(x, 0, &pos);
+        CHECK_EQ_U64(m, 1);
+        CHECK_EQ_U64(qm_hix_count(x), first + 32768u);
+        qm_hix_free(x);
+    }
+}
+
 /* hix_page_search against a plain scan: pages of 1 to 341 sorted keys, uniform, in a few
  * clusters, or with long runs of one key; the bounds the sparse index gives, and bounds that
  * do not hold (the search must still be right, only slower); keys below, inside and above. */
@@ -831,6 +880,7 @@ main(void)
     test_page_search();
     test_random();
     test_empty();
+    test_stagger();
     free(fe);
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
