@@ -239,10 +239,10 @@ shard_read_mapped(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
 /* Whether a client read of guess bytes at pos reads past the page cache: the handle reads
  * with O_DIRECT (s->point_direct, QMDB_OPEN_DIRECT_IO), the logs do not fit in memory, the
  * entry's header lies in a file and in pos's segment, and the pages of the guessed bytes there
- * are not resident (an entry that goes on past them is read again: qm_hpfile_read_point). Random
- * point reads then leave the page cache to what it holds (log pages written a moment ago, the
- * hybrid indexer's run pages), as the batched reads do, and the reading thread reclaims no page per
- * read. */
+ * are not resident (an entry that goes on past them is read again: qm_hpfile_read_point).
+ * Random point reads then leave the page cache to what it holds (log pages written a moment
+ * ago, the hybrid indexer's run pages), as the batched reads do, and the reading thread
+ * reclaims no page per read. */
 static bool
 shard_read_direct(qm_shard *s, u64 pos, u32 guess)
 {

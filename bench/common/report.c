@@ -3,7 +3,8 @@
  * report.c -- clock, latency histogram, timeline, /proc and getrusage sampling, du/rm -rf and
  * the JSON writer used by qmdb-bench. See report.h.
  * Owns: the implementations listed in report.h, plus lat_summarize, jw_lat and the results
- * files written through PATH.tmp (jw_file_open / jw_file_commit).
+ * files written through PATH.tmp, or in place when PATH is a device or a pipe (jw_file_open /
+ * jw_file_commit).
  * Threads: the thread that runs the engine (the main thread); nothing here is shared.
  */
 #include "report.h"
@@ -13,6 +14,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -501,10 +503,17 @@ jw_lat(jw *w, const char *key, const lat_sum *s)
 FILE *
 jw_file_open(const char *path, char *tmp, size_t tmpn, const char *who)
 {
-    snprintf(tmp, tmpn, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    /* A path that is there and not a regular file (/dev/null, /dev/stdout, a FIFO) is written
+     * in place: a file renamed over it would take its place. tmp "" records that. */
+    struct stat st;
+    bool in_place = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+    if (in_place)
+        tmp[0] = '\0';
+    else
+        snprintf(tmp, tmpn, "%s.tmp", path);
+    FILE *f = fopen(in_place ? path : tmp, "w");
     if (!f)
-        fprintf(stderr, "%s: cannot write %s: %s\n", who, tmp, strerror(errno));
+        fprintf(stderr, "%s: cannot write %s: %s\n", who, in_place ? path : tmp, strerror(errno));
     return f;
 }
 
@@ -512,7 +521,7 @@ int
 jw_file_commit(FILE *f, const char *tmp, const char *path, const char *who)
 {
     int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+    if (fclose(f) != 0 || bad || (tmp[0] && rename(tmp, path) != 0)) {
         fprintf(stderr, "%s: writing %s failed\n", who, path);
         return -1;
     }

@@ -92,10 +92,11 @@ void jw_null(jw *w, const char *key);
 /* {"count", "p50_us", "p90_us", "p99_us", "p999_us", "max_us", "mean_us"} of s under key. */
 void jw_lat(jw *w, const char *key, const lat_sum *s);
 
-/* A results file is written to PATH.tmp and renamed over PATH when complete.
- * jw_file_open opens PATH.tmp (its name in tmp, tmpn bytes); NULL with "WHO: cannot write
- * ..." on stderr. jw_file_commit checks the stream, closes it and renames tmp to path;
- * 0, or -1 with "WHO: writing PATH failed" on stderr. */
+/* A results file is written to PATH.tmp and renamed over PATH when complete, unless PATH is
+ * there and is not a regular file (/dev/null, a FIFO): that is written in place.
+ * jw_file_open opens PATH.tmp (its name in tmp, tmpn bytes; "" when in place); NULL with
+ * "WHO: cannot write ..." on stderr. jw_file_commit checks the stream, closes it and renames
+ * tmp to path; 0, or -1 with "WHO: writing PATH failed" on stderr. */
 FILE *jw_file_open(const char *path, char *tmp, size_t tmpn, const char *who);
 int jw_file_commit(FILE *f, const char *tmp, const char *path, const char *who);
 

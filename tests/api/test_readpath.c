@@ -73,16 +73,15 @@ value_of(uint64_t s, unsigned k, uint8_t *out)
     return len;
 }
 
-/* Asks the kernel to drop the entry logs' clean pages from the page cache (those not mapped
- * by a reader), so that the reads that follow find entries that are not resident. */
-static void
-drop_log_pages(const char *d)
+/* Calls fn with a read-only descriptor of each entry log segment in d; how many there were. */
+static unsigned
+each_log(const char *d, void (*fn)(int fd, void *arg), void *arg)
 {
     DIR *dp = opendir(d);
-    CHECK(dp != NULL);
+    REQUIRE(dp != NULL);
     struct dirent *de;
     unsigned n = 0;
-    while (dp && (de = readdir(dp)) != NULL) {
+    while ((de = readdir(dp)) != NULL) {
         if (!strstr(de->d_name, ".entries."))
             continue;
         char p[512];
@@ -90,14 +89,28 @@ drop_log_pages(const char *d)
         int fd = open(p, O_RDONLY);
         if (fd < 0)
             continue;
-        (void)fdatasync(fd);
-        CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+        fn(fd, arg);
         close(fd);
         n++;
     }
-    if (dp)
-        closedir(dp);
-    CHECK(n > 0);
+    closedir(dp);
+    return n;
+}
+
+static void
+drop_pages(int fd, void *arg)
+{
+    (void)arg;
+    (void)fdatasync(fd);
+    CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+}
+
+/* Asks the kernel to drop the entry logs' clean pages from the page cache (those not mapped
+ * by a reader), so that the reads that follow find entries that are not resident. */
+static void
+drop_log_pages(const char *d)
+{
+    CHECK(each_log(d, drop_pages, NULL) > 0);
 }
 
 /* Block with seed s: OPS distinct keys, about one in five present ones deleted. */
@@ -572,38 +585,29 @@ test_cached_batch(const char *path)
     }
 }
 
-/* Pages of the entry logs in path that are in the page cache. */
+/* Adds the pages of fd that are in the page cache to *(size_t *)arg. */
+static void
+count_resident(int fd, void *arg)
+{
+    static unsigned char in[1 << 16];
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size == 0)
+        return;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)st.st_size, n = (len + pg - 1) / pg;
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    REQUIRE(m != MAP_FAILED && n <= sizeof(in));
+    CHECK(mincore(m, len, in) == 0);
+    for (size_t i = 0; i < n; i++)
+        *(size_t *)arg += in[i] & 1;
+    munmap(m, len);
+}
+
+/* Pages of the entry logs in d that are in the page cache. */
 static size_t
 log_pages_resident(const char *d)
 {
-    DIR *dp = opendir(d);
-    REQUIRE(dp != NULL);
-    struct dirent *de;
     size_t res = 0;
-    long pg = sysconf(_SC_PAGESIZE);
-    static unsigned char in[1 << 16];
-    while ((de = readdir(dp)) != NULL) {
-        if (!strstr(de->d_name, ".entries."))
-            continue;
-        char p[512];
-        snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
-        int fd = open(p, O_RDONLY);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) {
-            if (fd >= 0)
-                close(fd);
-            continue;
-        }
-        size_t len = (size_t)st.st_size, n = (len + (size_t)pg - 1) / (size_t)pg;
-        void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-        REQUIRE(m != MAP_FAILED && n <= sizeof(in));
-        CHECK(mincore(m, len, in) == 0);
-        for (size_t i = 0; i < n; i++)
-            res += in[i] & 1;
-        munmap(m, len);
-        close(fd);
-    }
-    closedir(dp);
+    (void)each_log(d, count_resident, &res);
     return res;
 }
 
