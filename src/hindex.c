@@ -754,7 +754,7 @@ qm_hix_maintain(qm_hindex *x, u64 height, qm_hix_snap_fn snap, void *arg)
      * freeze and merge in turn, not all in the same block (fewer full and frozen overlays in
      * DRAM at once, and merges spread over the blocks). */
     if (!x->merge_changes && x->freezes == 0)
-        thres = thres * (x->shard % QM_SHARD_COUNT + 1) / QM_SHARD_COUNT;
+        thres = thres * (x->shard + 1) / QM_SHARD_COUNT;
     if (!rc && x->state == MERGE_IDLE && !x->f &&
         (layer_changes(x->a) >= thres || (x->j.on && x->j.off >= HIX_JOURNAL_MAX)))
         rc = freeze_locked(x, height, snap, arg);

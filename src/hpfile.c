@@ -565,8 +565,9 @@ qm_hpfile_read_direct(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got)
     u64 off, left;
     QM_RET(qm_hpfile_read_fd(f, pos, true, &fd, &off, &left));
     len = (size_t)QM_MIN(QM_MIN((u64)len, left), f->flushed - pos);
-    u64 aoff = off & ~(u64)(QM_IO_ALIGN - 1), skip = off - aoff;
-    size_t wlen = (size_t)(((off + len + QM_IO_ALIGN - 1) & ~(u64)(QM_IO_ALIGN - 1)) - aoff);
+    u64 aoff, alen;
+    qm_io_window(off, len, &aoff, &alen);
+    size_t skip = (size_t)(off - aoff), wlen = (size_t)alen;
     u8 *win;
     if (posix_memalign((void **)&win, QM_IO_ALIGN, wlen) != 0)
         return qm_err_set(f->err, -ENOMEM, "direct read of %s: no memory", f->path_prefix);
@@ -578,7 +579,7 @@ qm_hpfile_read_direct(qm_hpfile *f, u64 pos, void *out, size_t len, size_t *got)
     while (k < 0 && errno == EINTR);
     int rc = k < 0 ? -errno : 0;
     if (k > (ssize_t)skip) {
-        *got = QM_MIN((size_t)k - (size_t)skip, len);
+        *got = QM_MIN((size_t)k - skip, len);
         memcpy(out, win + skip, *got);
     }
     free(win);

@@ -181,6 +181,14 @@ qm_cprobe_note(qm_cprobe *p, unsigned c, bool yes)
  * batched reads (rio.c) and the point reads that skip the cache (shard.c). */
 #define QM_IO_ALIGN 4096u
 
+/* The aligned window [*aoff, *aoff + *alen) that covers len bytes at off, for O_DIRECT. */
+static inline void
+qm_io_window(u64 off, u64 len, u64 *aoff, u64 *alen)
+{
+    *aoff = off & ~(u64)(QM_IO_ALIGN - 1);
+    *alen = ((off + len + QM_IO_ALIGN - 1) & ~(u64)(QM_IO_ALIGN - 1)) - *aoff;
+}
+
 /* Helpers over the vtable. */
 QM_HIDDEN int qm_io_pread_full(int fd, void *buf, size_t len, u64 off);
 /* Reads up to len bytes; *got is set to what was read (may be short at end of file). */

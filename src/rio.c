@@ -84,9 +84,9 @@ rio_window(const qm_rio *r, const qm_rreq *q, u64 *aoff, u32 *alen)
         *alen = q->len;
         return;
     }
-    *aoff = q->off & ~(u64)(QM_IO_ALIGN - 1);
-    u64 end = (q->off + q->len + QM_IO_ALIGN - 1) & ~(u64)(QM_IO_ALIGN - 1);
-    *alen = (u32)(end - *aoff);
+    u64 len;
+    qm_io_window(q->off, q->len, aoff, &len);
+    *alen = (u32)len;
 }
 
 /* Hands a finished read to the caller: res is the pread/io_uring result for the window. */
