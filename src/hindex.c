@@ -80,7 +80,8 @@ run_dram(const run *r)
 static u64
 layer_bytes(const layer *l)
 {
-    return l ? sizeof(*l) + qm_index_dram_bytes(&l->ins) - sizeof(l->ins) + l->del.cap * 8 : 0;
+    return l ? sizeof(*l) + qm_index_dram_bytes(&l->ins) - sizeof(l->ins) + qm_posset_bytes(&l->del)
+             : 0;
 }
 
 /* ---- runs --------------------------------------------------------------------------------- */
@@ -298,9 +299,10 @@ qm_hix_new(const char *dir, unsigned shard, u64 merge_changes, qm_hindex **out, 
 {
     pthread_once(&g_fork_once, fork_once);
     qm_hindex *x = calloc(1, sizeof(*x));
-    if (!x)
+    if (!x || hix_set_paths(x, dir, shard)) {
+        free(x);
         return -ENOMEM;
-    hix_set_paths(x, dir, shard);
+    }
     x->io = qm_io_get();
     x->merge_changes = merge_changes;
     x->err = err;
@@ -309,13 +311,14 @@ qm_hix_new(const char *dir, unsigned shard, u64 merge_changes, qm_hindex **out, 
     pthread_mutex_init(&x->mu, NULL);
     pthread_mutex_init(&x->mmu, NULL);
     pthread_cond_init(&x->cv, NULL);
-    qm_hixj_init(&x->j, x->io, dir, shard);
+    qm_hixj_init(&x->j, x->io, x->dir, shard);
     x->a = layer_new();
     /* Under a sequential test I/O layer merges run inline (qm_hix_maintain): no merger
      * thread, which could otherwise pick up the request too. */
     bool threaded = x->io->concurrent;
     if (!x->a || (threaded && pthread_create(&x->th, NULL, merger_main, x) != 0)) {
         layer_free(x->a);
+        free(x->dir);
         free(x);
         return -ENOMEM;
     }
@@ -354,6 +357,7 @@ qm_hix_free(qm_hindex *x)
     pthread_mutex_destroy(&x->mu);
     pthread_mutex_destroy(&x->mmu);
     pthread_cond_destroy(&x->cv);
+    free(x->dir);
     free(x);
 }
 

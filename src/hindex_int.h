@@ -43,8 +43,8 @@ typedef struct run {
 enum { MERGE_IDLE, MERGE_REQUESTED, MERGE_DONE };
 
 struct qm_hindex {
-    char path[4096], tmp[4104], dir[4096];
-    const qm_io *io; /* the I/O layer at creation (the merger never switches layers) */
+    char *dir, *path, *tmp; /* one allocation (hix_set_paths), freed with the index */
+    const qm_io *io;        /* the I/O layer at creation (the merger never switches layers) */
     unsigned shard;
     u64 merge_changes;
     run r;
@@ -161,7 +161,7 @@ QM_HIDDEN void hix_run_close(const qm_io *io, run *r);
  * files may be mapped (qm_io_map_allowed); else, or if mmap fails, lookups use pread. */
 QM_HIDDEN void hix_run_map(run *r);
 /* x's directory, run path (dir/sXX.hix), its temporary (.tmp) and shard. */
-QM_HIDDEN void hix_set_paths(qm_hindex *x, const char *dir, unsigned shard);
+QM_HIDDEN int hix_set_paths(qm_hindex *x, const char *dir, unsigned shard);
 QM_HIDDEN void hix_bulk_free(qm_hindex *x);
 
 /* hixrun.c */

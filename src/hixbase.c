@@ -53,13 +53,21 @@ hix_big_free(void *p, size_t n)
         munmap(p, n);
 }
 
-void
+int
 hix_set_paths(qm_hindex *x, const char *dir, unsigned shard)
 {
-    snprintf(x->dir, sizeof(x->dir), "%s", dir);
-    snprintf(x->path, sizeof(x->path), "%s/s%02x.hix", dir, shard);
-    snprintf(x->tmp, sizeof(x->tmp), "%s.tmp", x->path);
+    size_t d = strlen(dir) + 1, p = d + 8; /* "/sXX.hix" */
+    char *b = malloc(d + p + p + 4);
+    if (!b)
+        return -ENOMEM;
+    x->dir = b;
+    x->path = b + d;
+    x->tmp = b + d + p;
+    memcpy(x->dir, dir, d);
+    snprintf(x->path, p, "%s/s%02x.hix", dir, shard & 0xffu);
+    snprintf(x->tmp, p + 4, "%s.tmp", x->path);
     x->shard = shard;
+    return 0;
 }
 
 void

@@ -61,7 +61,7 @@ qm_hixj_init(qm_hixj *j, const qm_io *io, const char *dir, unsigned shard)
 {
     memset(j, 0, sizeof(*j));
     j->io = io;
-    snprintf(j->dir, sizeof(j->dir), "%s", dir);
+    j->dir = dir;
     j->shard = shard;
     j->fd[0] = j->fd[1] = -1;
 }

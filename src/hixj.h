@@ -33,7 +33,7 @@ typedef struct qm_hixj_blk {
 
 typedef struct qm_hixj {
     const qm_io *io;
-    char dir[4096];
+    const char *dir; /* the owner's string (qm_hixj_init): it outlives the journal */
     unsigned shard;
     int fd[2]; /* by generation & 1; -1 when closed */
     u64 gen;   /* the generation appended to */
@@ -44,6 +44,7 @@ typedef struct qm_hixj {
     int rc; /* first failure to grow buf (reported at qm_hixj_block) */
 } qm_hixj;
 
+/* dir is kept, not copied: it must outlive j. */
 QM_HIDDEN void qm_hixj_init(qm_hixj *j, const qm_io *io, const char *dir, unsigned shard);
 QM_HIDDEN void qm_hixj_close(qm_hixj *j);
 /* DRAM of the record buffer (a per-block buffer: it counts with the caches in qmdb_stat). */

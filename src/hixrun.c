@@ -399,9 +399,10 @@ qm_hix_write_run(const char *dir, unsigned shard, qm_hix_walk_fn walk, void *war
                  const qm_hix_state *st, const u8 *blob, size_t blob_len, qm_err *err)
 {
     qm_hindex *x = calloc(1, sizeof(*x)); /* only the paths, the shard and the I/O layer */
-    if (!x)
+    if (!x || hix_set_paths(x, dir, shard)) {
+        free(x);
         return -ENOMEM;
-    hix_set_paths(x, dir, shard);
+    }
     x->io = qm_io_get();
     x->r.fd = x->out.fd = -1;
     rwriter w;
@@ -416,6 +417,7 @@ qm_hix_write_run(const char *dir, unsigned shard, qm_hix_walk_fn walk, void *war
         else
             hix_run_close(x->io, &w.out);
     }
+    free(x->dir);
     free(x);
     return rc;
 }

@@ -13,12 +13,15 @@
  * held, are pruned: each move is paid for by the twigs it drops (amortised O(1) per twig). */
 #define TRIM_MIN 8
 
+/* Grows an array to hold need elements, by a quarter at least: the twig and upper-level arrays
+ * grow by one twig at a time and live as long as the tree, so doubling left up to half of them
+ * unused; a quarter still makes the copies O(1) per element. */
 static int
 tree_reserve(u8 **arr, u64 *cap, u64 need, size_t elem)
 {
     if (need <= *cap)
         return 0;
-    u64 n = QM_MAX(need, *cap * 2 + 8);
+    u64 n = QM_MAX(need, *cap + *cap / 4 + 8);
     u8 *p = realloc(*arr, n * elem);
     if (!p)
         return -ENOMEM;

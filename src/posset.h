@@ -3,8 +3,12 @@
  * posset.h -- a set of 64-bit log positions (open addressing, grown at 3/4 full): the hybrid
  * indexer's erased positions (hindex.c) and the reads a large qmdb_get_many already queued
  * (prefetch.c). Positions are multiples of 8 in the common use; any value but UINT64_MAX may
- * be stored. Also a filter of positions (qm_posfilt) for walks that ask the same sets about
- * many positions, most of them absent: a merge of the hybrid indexer's run (hixrun.c).
+ * be stored. While every position in a set is a multiple of 8 below 32 GiB (a shard's log
+ * offsets up to there) its slots are 4 bytes, position / 8 + 1; the first other position
+ * widens the set to 8-byte slots, position + 1, in place (a slot's index depends only on the
+ * position, so every slot keeps its index). Also a filter of positions (qm_posfilt) for walks
+ * that ask the same sets about many positions, most of them absent: a merge of the hybrid
+ * indexer's run (hixrun.c).
  *
  * Thread: none of its own; a set is guarded by its owner.
  */
@@ -14,14 +18,17 @@
 #include "qm_internal.h"
 
 typedef struct qm_posset {
-    u64 *slot; /* value + 1, 0 = empty */
+    void *slot; /* u32 slots (position / 8 + 1) or, when wide, u64 (position + 1); 0 = empty */
     u64 cap, n;
+    bool wide;
 } qm_posset;
 
 /* Adds pos: 1 if it was not there, 0 if it was, or -ENOMEM. */
 QM_HIDDEN int qm_posset_add(qm_posset *s, u64 pos);
 QM_HIDDEN bool qm_posset_has(const qm_posset *s, u64 pos);
 QM_HIDDEN void qm_posset_free(qm_posset *s);
+/* Bytes of its slot array. */
+QM_HIDDEN u64 qm_posset_bytes(const qm_posset *s);
 
 /* The hash both use. Positions are usually multiples of 8: their low bits carry nothing. The
  * high bits are folded down so that a tag kept there (prefetch.c keeps the shard) reaches the

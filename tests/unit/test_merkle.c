@@ -274,6 +274,8 @@ test_prune_shrinks(void)
     check_paths(&a, &b);
     check_recover(&a, &b);
     u64 bb = qm_tree_dram_bytes(&b);
+    /* The twig array grows by a quarter at a time: never more than that above what it holds. */
+    CHECK(b.cap * 4 <= (b.ntwigs - b.twig_base) * 5 + 32);
     fprintf(stderr,
             "test_merkle: while pruning: at most %" PRIu64 " B above the fixed part (the tree "
             "that never prunes: %" PRIu64 " B)\n",

@@ -18,7 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FILE_LEN (1u << 20)
+/* Not a multiple of the O_DIRECT alignment, as an entry file ends anywhere: the last request's
+ * aligned window runs past the end and its read comes short at an unaligned length. */
+#define FILE_LEN ((1u << 20) - 1000u)
 #define NREQ 600u
 
 static u8 filebytes[FILE_LEN];
