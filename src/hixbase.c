@@ -64,7 +64,7 @@ hix_set_paths(qm_hindex *x, const char *dir, unsigned shard)
     x->path = b + d;
     x->tmp = b + d + p;
     memcpy(x->dir, dir, d);
-    snprintf(x->path, p, "%s/s%02x.hix", dir, shard & 0xffu);
+    snprintf(x->path, p, "%s/s%02x.hix", dir, shard);
     snprintf(x->tmp, p + 4, "%s.tmp", x->path);
     x->shard = shard;
     return 0;

@@ -15,117 +15,87 @@ fits32(u64 pos)
     return (pos & 7) == 0 && (pos >> 3) < UINT32_MAX;
 }
 
+/* What a slot of a set of this width holds for pos; 0 when a narrow slot cannot hold it. */
 static inline u64
-home(u64 pos, u64 cap)
+slot_key(bool wide, u64 pos)
 {
-    return qm_posset_hash(pos) >> 20 & (cap - 1);
+    return wide ? pos + 1 : fits32(pos) ? (pos >> 3) + 1 : 0;
+}
+
+static inline u64
+slot_pos(bool wide, u64 key)
+{
+    return wide ? key - 1 : (key - 1) << 3;
+}
+
+static inline u64
+slot_get(const void *slot, bool wide, u64 i)
+{
+    return wide ? ((const u64 *)slot)[i] : ((const u32 *)slot)[i];
+}
+
+static inline void
+slot_put(void *slot, bool wide, u64 i, u64 key)
+{
+    if (wide)
+        ((u64 *)slot)[i] = key;
+    else
+        ((u32 *)slot)[i] = (u32)key;
+}
+
+/* The slot of key (for position pos) in slot[cap]: the one holding it, else the empty slot
+ * that ends its probe (cap is a power of two, never full). */
+static inline u64
+slot_find(const void *slot, bool wide, u64 cap, u64 pos, u64 key)
+{
+    u64 m = cap - 1, i = qm_posset_hash(pos) >> 20 & m;
+    for (u64 v; (v = slot_get(slot, wide, i)) != 0 && v != key; i = (i + 1) & m)
+        ;
+    return i;
 }
 
 bool
 qm_posset_has(const qm_posset *s, u64 pos)
 {
-    if (s->n == 0)
-        return false;
-    u64 m = s->cap - 1;
-    if (!s->wide) {
-        if (!fits32(pos))
-            return false;
-        const u32 *sl = s->slot;
-        u32 v = (u32)(pos >> 3) + 1;
-        for (u64 i = home(pos, s->cap);; i = (i + 1) & m) {
-            if (sl[i] == v)
-                return true;
-            if (sl[i] == 0)
-                return false;
-        }
-    }
-    const u64 *sl = s->slot;
-    for (u64 i = home(pos, s->cap);; i = (i + 1) & m) {
-        if (sl[i] == pos + 1)
-            return true;
-        if (sl[i] == 0)
-            return false;
-    }
+    u64 key = slot_key(s->wide, pos);
+    return s->n != 0 && key != 0 &&
+           slot_get(s->slot, s->wide, slot_find(s->slot, s->wide, s->cap, pos, key)) != 0;
 }
 
-/* The position slot i holds (slot i not empty). */
-static inline u64
-slot_pos(const qm_posset *s, u64 i)
-{
-    return s->wide ? ((const u64 *)s->slot)[i] - 1 : (u64)(((const u32 *)s->slot)[i] - 1) << 3;
-}
-
-static inline bool
-slot_used(const qm_posset *s, u64 i)
-{
-    return s->wide ? ((const u64 *)s->slot)[i] != 0 : ((const u32 *)s->slot)[i] != 0;
-}
-
-/* 4-byte slots to 8-byte ones, each at its index (its home and probe path do not change). */
+/* Moves every key into a new array of ncap slots of the given width (each slot keeps its home:
+ * it depends only on the position). */
 static int
-widen(qm_posset *s)
+rehash(qm_posset *s, u64 ncap, bool wide)
 {
-    if (s->cap) {
-        u64 *ns = calloc(s->cap, sizeof(u64));
-        if (!ns)
-            return -ENOMEM;
-        for (u64 i = 0; i < s->cap; i++)
-            if (slot_used(s, i))
-                ns[i] = slot_pos(s, i) + 1;
-        free(s->slot);
-        s->slot = ns;
+    void *ns = calloc(ncap, wide ? sizeof(u64) : sizeof(u32));
+    if (!ns)
+        return -ENOMEM;
+    for (u64 i = 0; i < s->cap; i++) {
+        u64 key = slot_get(s->slot, s->wide, i);
+        if (!key)
+            continue;
+        u64 pos = slot_pos(s->wide, key), nkey = slot_key(wide, pos);
+        slot_put(ns, wide, slot_find(ns, wide, ncap, pos, nkey), nkey);
     }
-    s->wide = true;
+    free(s->slot);
+    s->slot = ns;
+    s->cap = ncap;
+    s->wide = wide;
     return 0;
 }
 
 int
 qm_posset_add(qm_posset *s, u64 pos)
 {
-    if (!s->wide && !fits32(pos))
-        QM_RET(widen(s));
-    size_t w = s->wide ? sizeof(u64) : sizeof(u32);
-    if ((s->n + 1) * 4 > s->cap * 3) {
-        u64 ncap = s->cap ? s->cap * 2 : 1024;
-        void *ns = calloc(ncap, w);
-        if (!ns)
-            return -ENOMEM;
-        for (u64 i = 0; i < s->cap; i++) {
-            if (!slot_used(s, i))
-                continue;
-            u64 j = home(slot_pos(s, i), ncap);
-            if (s->wide) {
-                u64 *d = ns;
-                while (d[j])
-                    j = (j + 1) & (ncap - 1);
-                d[j] = ((const u64 *)s->slot)[i];
-            } else {
-                u32 *d = ns;
-                while (d[j])
-                    j = (j + 1) & (ncap - 1);
-                d[j] = ((const u32 *)s->slot)[i];
-            }
-        }
-        free(s->slot);
-        s->slot = ns;
-        s->cap = ncap;
-    }
-    u64 m = s->cap - 1, i = home(pos, s->cap);
-    if (s->wide) {
-        u64 *sl = s->slot;
-        while (sl[i] && sl[i] != pos + 1)
-            i = (i + 1) & m;
-        if (sl[i])
-            return 0;
-        sl[i] = pos + 1;
-    } else {
-        u32 *sl = s->slot, v = (u32)(pos >> 3) + 1;
-        while (sl[i] && sl[i] != v)
-            i = (i + 1) & m;
-        if (sl[i])
-            return 0;
-        sl[i] = v;
-    }
+    bool wide = s->wide || !fits32(pos);
+    if ((s->n + 1) * 4 > s->cap * 3)
+        QM_RET(rehash(s, s->cap ? s->cap * 2 : 1024, wide));
+    else if (wide != s->wide)
+        QM_RET(rehash(s, s->cap, wide));
+    u64 key = slot_key(s->wide, pos), i = slot_find(s->slot, s->wide, s->cap, pos, key);
+    if (slot_get(s->slot, s->wide, i))
+        return 0;
+    slot_put(s->slot, s->wide, i, key);
     s->n++;
     return 1;
 }
@@ -160,11 +130,13 @@ qm_posfilt_build(qm_posfilt *f, const qm_posset *const *sets, unsigned nsets)
     if (!f->bits)
         return; /* every answer maybe: slower, not wrong */
     for (unsigned k = 0; k < nsets; k++)
-        for (u64 i = 0; i < sets[k]->cap; i++)
-            if (slot_used(sets[k], i)) {
-                u64 b = qm_posset_hash(slot_pos(sets[k], i)) >> f->shift;
+        for (u64 i = 0; i < sets[k]->cap; i++) {
+            u64 key = slot_get(sets[k]->slot, sets[k]->wide, i);
+            if (key) {
+                u64 b = qm_posset_hash(slot_pos(sets[k]->wide, key)) >> f->shift;
                 f->bits[b / 64] |= 1ull << (b % 64);
             }
+        }
 }
 
 void
