@@ -92,12 +92,20 @@ page_nrec(const run *r, u64 p)
     return p + 1 < r->npages ? QM_HIX_PER_PAGE : (u32)(r->nrec - p * QM_HIX_PER_PAGE);
 }
 
+/* The keys of page p of r lie in [*lo_key, *hi_key). */
+static void
+page_keys(const run *r, u64 p, u64 *lo_key, u64 *hi_key)
+{
+    *lo_key = k48(r->first + p * 6);
+    *hi_key = p + 1 < r->npages ? k48(r->first + (p + 1) * 6) : (1ull << 48);
+}
+
 /* First record of page p of r (at pg) whose key is >= key. */
 static u32
 page_lower_bound(const run *r, u64 p, const u8 *pg, u64 key)
 {
-    u64 lo_key = k48(r->first + p * 6);
-    u64 hi_key = p + 1 < r->npages ? k48(r->first + (p + 1) * 6) : (1ull << 48);
+    u64 lo_key, hi_key;
+    page_keys(r, p, &lo_key, &hi_key);
     return hix_page_search(pg, page_nrec(r, p), key, lo_key, hi_key);
 }
 
@@ -220,16 +228,7 @@ run_page(qm_hindex *x, const run *r, u64 p, const u8 **out, qm_err *err)
 static u64
 run_page_below(const run *r, const u8 key6[6])
 {
-    u64 key = k48(key6);
-    u64 lo = 0, hi = r->npages; /* answer in [lo, hi) */
-    while (hi - lo > 1) {
-        u64 mid = lo + (hi - lo) / 2;
-        if (k48(r->first + mid * 6) < key)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
+    return hix_first_below(r->first, r->npages, k48(key6));
 }
 
 bool
@@ -366,6 +365,10 @@ qm_hix_free(qm_hindex *x)
 static bool
 run_dead(const qm_hindex *x, u64 pos)
 {
+    /* Both sets' slots load at once: the first answer is usually no. */
+    qm_posset_prefetch(&x->a->del, pos);
+    if (x->f)
+        qm_posset_prefetch(&x->f->del, pos);
     return qm_posset_has(&x->a->del, pos) || (x->f && qm_posset_has(&x->f->del, pos));
 }
 
@@ -422,17 +425,22 @@ pv_free(posv *p)
         free(p->v);
 }
 
-/* Every run record with key `key` (erased or not). */
+/* Every run record with key `key` (erased or not), from page p0 on: run_page_below's
+ * answer for key, or RUN_PAGE_FIND to have it computed here. */
+#define RUN_PAGE_FIND UINT64_MAX
 static int
-run_collect(qm_hindex *x, u64 key, posv *pv, qm_err *err)
+run_collect(qm_hindex *x, u64 key, u64 p0, posv *pv, qm_err *err)
 {
     const run *r = &x->r;
     if (r->fd < 0 || r->npages == 0)
         return 0;
-    u8 key6[6];
-    qm_put_u48be(key6, key);
+    if (p0 == RUN_PAGE_FIND) {
+        u8 key6[6];
+        qm_put_u48be(key6, key);
+        p0 = run_page_below(r, key6);
+    }
     const u8 *pg;
-    for (u64 p = run_page_below(r, key6); p < r->npages; p++) {
+    for (u64 p = p0; p < r->npages; p++) {
         if (p > 0 && k48(r->first + p * 6) > key)
             break;
         QM_RET(run_page(x, r, p, &pg, err));
@@ -445,9 +453,16 @@ run_collect(qm_hindex *x, u64 key, posv *pv, qm_err *err)
     return 0;
 }
 
-/* Run records with key key6 that no overlay erased. memo: ask and fill the memo. */
+/* A lookup's hint to its caller (qm_hix_find_point). */
+typedef struct pos_hint {
+    qm_hix_hint_fn fn;
+    void *arg;
+} pos_hint;
+
+/* Run records with key key6 that no overlay erased. memo: ask and fill the memo. p0: as
+ * run_collect's. h (may be NULL) hears of each run record's position before its check. */
 static int
-run_find(qm_hindex *x, const u8 key6[6], outv *o, bool memo, qm_err *err)
+run_find(qm_hindex *x, const u8 key6[6], u64 p0, outv *o, bool memo, const pos_hint *h, qm_err *err)
 {
     u64 key = k48(key6);
     memo_ent me, *m = memo && hix_memo_get(x, key, &me) ? &me : NULL;
@@ -459,7 +474,9 @@ run_find(qm_hindex *x, const u8 key6[6], outv *o, bool memo, qm_err *err)
     }
     posv pv;
     pv_init(&pv);
-    int rc = run_collect(x, key, &pv, err);
+    int rc = run_collect(x, key, p0, &pv, err);
+    for (size_t i = 0; h && !rc && i < pv.n; i++)
+        h->fn(h->arg, pv.v[i]);
     for (size_t i = 0; !rc && i < pv.n; i++)
         if (!run_dead(x, pv.v[i]))
             ov_add(o, pv.v[i]);
@@ -526,7 +543,7 @@ run_pred(qm_hindex *x, const u8 key6[6], bool *have, u64 *best, outv *o, qm_err 
     QM_RET(run_below(x, key6, b6, have, err));
     posv pv;
     pv_init(&pv);
-    int rc = *have ? run_collect(x, k48(b6), &pv, err) : 0;
+    int rc = *have ? run_collect(x, k48(b6), RUN_PAGE_FIND, &pv, err) : 0;
     for (size_t i = 0; !rc && i < pv.n; i++)
         if (!run_dead(x, pv.v[i]))
             ov_add(o, pv.v[i]);
@@ -574,11 +591,38 @@ overlay_find(qm_hindex *x, const u8 key6[6], outv *o)
     return 0;
 }
 
+/* Hints to the CPU for a lookup of kh: start loading, together, the records its searches
+ * begin at that no other load decides, the one in the run's page (when mapped and not in this
+ * thread's slots) and the one in each overlay's unit, which the searches otherwise waited for
+ * one after another. Returns the run page to search (run_collect's p0). */
+static u64
+hix_hint(qm_hindex *x, const u8 kh[32])
+{
+    const run *r = &x->r;
+    u64 p = RUN_PAGE_FIND;
+    if (r->fd >= 0 && r->npages > 0) {
+        p = run_page_below(r, kh);
+        if (r->map && qm_logs_fit() && !pc_find(r, p)) {
+            u64 lo_key, hi_key;
+            page_keys(r, p, &lo_key, &hi_key);
+            u32 g = hix_page_guess(page_nrec(r, p), k48(kh), lo_key, hi_key);
+            __builtin_prefetch(r->map + (p + 1) * QM_HIX_PAGE + (size_t)g * QM_HIX_REC);
+        }
+    }
+    qm_index_prefetch(&x->a->ins, kh);
+    if (x->f)
+        qm_index_prefetch(&x->f->ins, kh);
+    return p;
+}
+
+/* memo: ask and fill the memo (lookups of the update stage, and all of them when the logs do
+ * not fit in memory); the others take the hints (hix_hint). h: as run_find's. */
 static int
-hix_find(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n, bool memo)
+hix_find(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n, bool memo,
+         const pos_hint *h)
 {
     outv o = {out, cap, 0};
-    QM_RET(run_find(x, kh, &o, memo, x->err));
+    QM_RET(run_find(x, kh, memo ? RUN_PAGE_FIND : hix_hint(x, kh), &o, memo, h, x->err));
     QM_RET(overlay_find(x, kh, &o));
     *n = o.n;
     return 0;
@@ -587,7 +631,7 @@ hix_find(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n, bool me
 int
 qm_hix_find(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
 {
-    return hix_find(x, kh, out, cap, n, true);
+    return hix_find(x, kh, out, cap, n, true, NULL);
 }
 
 /* While the logs fit in memory the run's pages do too (a run record is 12 bytes, an entry
@@ -597,9 +641,11 @@ qm_hix_find(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
  * reads of the hybrid indexer skip the memo"). When the logs do not fit, the memo saves a
  * device read of the page, and point reads keep using it. */
 int
-qm_hix_find_point(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
+qm_hix_find_point(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n,
+                  qm_hix_hint_fn hint, void *hint_arg)
 {
-    return hix_find(x, kh, out, cap, n, !qm_logs_fit());
+    pos_hint h = {hint, hint_arg};
+    return hix_find(x, kh, out, cap, n, !qm_logs_fit(), hint ? &h : NULL);
 }
 
 static bool
@@ -633,7 +679,7 @@ qm_hix_pred(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
         qm_put_u48be(k6, best);
         QM_RET(overlay_find(x, k6, &o));
     }
-    QM_RET(run_find(x, kh, &o, true, x->err));
+    QM_RET(run_find(x, kh, RUN_PAGE_FIND, &o, true, NULL, x->err));
     QM_RET(overlay_find(x, kh, &o));
     *n = o.n;
     return 0;

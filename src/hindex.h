@@ -60,8 +60,12 @@ QM_HIDDEN void qm_hix_free(qm_hindex *x);
 QM_HIDDEN int qm_hix_find(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n);
 QM_HIDDEN int qm_hix_pred(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n);
 /* qm_hix_find for a client's point read: the same answer; the per-block memo is neither asked
- * nor filled while the process's logs fit in memory (qm_logs_fit). */
-QM_HIDDEN int qm_hix_find_point(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n);
+ * nor filled while the process's logs fit in memory (qm_logs_fit). hint (may be NULL) is told
+ * each position the run holds for kh as soon as it is found, before the overlays say whether
+ * it is still live: the caller may start loading the entry (a hint to the CPU, nothing more). */
+typedef void (*qm_hix_hint_fn)(void *arg, u64 pos);
+QM_HIDDEN int qm_hix_find_point(qm_hindex *x, const u8 kh[32], u64 *out, size_t cap, size_t *n,
+                                qm_hix_hint_fn hint, void *hint_arg);
 
 QM_HIDDEN int qm_hix_insert(qm_hindex *x, const u8 kh[32], u64 pos);
 /* Removes record (kh, pos); the caller guarantees it exists (the updater read it). */

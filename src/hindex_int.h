@@ -91,6 +91,57 @@ k48(const u8 *p)
     return qm_get_u48be(p);
 }
 
+/* The last of the 6-byte keys first[lo .. lo + n - 1] (sorted) below key, or lo. Without
+ * branches on the keys (a conditional move per step): a bisection's branch is a coin toss. */
+static inline u64
+hix_first_bisect(const u8 *first, u64 key, u64 lo, u64 n)
+{
+    for (; n > 1;) {
+        u64 half = n / 2;
+        lo = k48(first + (lo + half) * 6) < key ? lo + half : lo;
+        n -= half;
+    }
+    return lo;
+}
+
+/* The last of a run's n page-first keys (its sparse index, sorted) below key, or 0: the page
+ * where key's records begin. Pages hold equal counts of key hashes, so their first keys are
+ * about evenly spaced: the search starts where key's place between the first and the last
+ * page's first key puts it and walks a few pages (on one or two cache lines of the index,
+ * where a bisection waits for eleven loads at 10M); a walk that goes on (skewed keys) ends in
+ * a bisection. */
+static inline u64
+hix_first_below(const u8 *first, u64 n, u64 key)
+{
+    if (n <= 1 || key <= k48(first))
+        return 0;
+    u64 f0 = k48(first), fl = k48(first + (n - 1) * 6);
+    if (key > fl)
+        return n - 1;
+    /* f0 < key <= fl: the answer lies in [0, n - 2] */
+    u64 g = (u64)((unsigned __int128)(key - f0) * (n - 1) / (fl - f0 + 1));
+    if (k48(first + g * 6) < key) { /* the answer is g or above */
+        for (u64 end = QM_MIN(g + 8, n - 1); g < end; g++)
+            if (k48(first + (g + 1) * 6) >= key)
+                return g;
+        return hix_first_bisect(first, key, g, n - g);
+    }
+    for (u64 stop = g > 8 ? g - 8 : 0; g > stop;) /* the answer is below g */
+        if (k48(first + --g * 6) < key)
+            return g;
+    return hix_first_bisect(first, key, 0, g + 1);
+}
+
+/* Where key's record would lie among n records whose keys are uniform in [lo_key, hi_key). */
+static inline u32
+hix_page_guess(u32 n, u64 key, u64 lo_key, u64 hi_key)
+{
+    if (n == 0 || key <= lo_key || hi_key <= lo_key)
+        return 0;
+    unsigned __int128 t = (unsigned __int128)(key - lo_key) * n / (hi_key - lo_key);
+    return t >= n ? n - 1 : (u32)t;
+}
+
 /* First of the n records at pg (12 bytes each, sorted by their 6-byte keys, all in [lo_key,
  * hi_key)) whose key is >= key. Key hashes are uniform, so the search starts where key's place
  * between lo_key and hi_key puts it and gallops from there: about two cache lines of the page
@@ -101,11 +152,7 @@ hix_page_search(const u8 *pg, u32 n, u64 key, u64 lo_key, u64 hi_key)
 {
     if (n == 0)
         return 0;
-    u32 g = 0;
-    if (key > lo_key && hi_key > lo_key) {
-        unsigned __int128 t = (unsigned __int128)(key - lo_key) * n / (hi_key - lo_key);
-        g = t >= n ? n - 1 : (u32)t;
-    }
+    u32 g = hix_page_guess(n, key, lo_key, hi_key);
     u32 lo, hi; /* the answer lies in [lo, hi] */
     if (qm_get_u48be(pg + (size_t)g * QM_HIX_REC) < key) {
         lo = g + 1;

@@ -29,11 +29,14 @@ qm_ix_find(qm_ix *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
     return 0;
 }
 
-/* As qm_ix_find, for a client's point read (the hybrid's memo is for the block's reads). */
+/* As qm_ix_find, for a client's point read (the hybrid's memo is for the block's reads; hint:
+ * qm_hix_find_point's). */
 static inline int
-qm_ix_find_point(qm_ix *x, const u8 kh[32], u64 *out, size_t cap, size_t *n)
+qm_ix_find_point(qm_ix *x, const u8 kh[32], u64 *out, size_t cap, size_t *n, qm_hix_hint_fn hint,
+                 void *hint_arg)
 {
-    return x->hyb ? qm_hix_find_point(x->hyb, kh, out, cap, n) : qm_ix_find(x, kh, out, cap, n);
+    return x->hyb ? qm_hix_find_point(x->hyb, kh, out, cap, n, hint, hint_arg)
+                  : qm_ix_find(x, kh, out, cap, n);
 }
 
 /* Predecessor candidates of kh (see qm_index_pred_candidates). */

@@ -48,7 +48,7 @@ slot_put(void *slot, bool wide, u64 i, u64 key)
 static inline u64
 slot_find(const void *slot, bool wide, u64 cap, u64 pos, u64 key)
 {
-    u64 m = cap - 1, i = qm_posset_hash(pos) >> 20 & m;
+    u64 m = cap - 1, i = qm_posset_home(pos, cap);
     for (u64 v; (v = slot_get(slot, wide, i)) != 0 && v != key; i = (i + 1) & m)
         ;
     return i;

@@ -40,6 +40,22 @@ qm_posset_hash(u64 pos)
     return (x ^ x >> 31) * 0x9E3779B97F4A7C15ull;
 }
 
+/* The slot where pos's probe starts in a set of cap slots (a power of two). */
+static inline u64
+qm_posset_home(u64 pos, u64 cap)
+{
+    return qm_posset_hash(pos) >> 20 & (cap - 1);
+}
+
+/* A hint to the CPU: start loading the slot where a qm_posset_has(s, pos) would look first. */
+static inline void
+qm_posset_prefetch(const qm_posset *s, u64 pos)
+{
+    if (s->n)
+        __builtin_prefetch((const u8 *)s->slot +
+                           qm_posset_home(pos, s->cap) * (s->wide ? sizeof(u64) : sizeof(u32)));
+}
+
 /*
  * A bit per hashed position, a power of two of at least 16 bits per position of the sets it
  * was built from (2 to 4 bytes): "no" means in none of them, "maybe" (3-6% of absent

@@ -362,6 +362,18 @@ qm_shard_get_in(qm_shard *s, const u64 *cand, size_t n, const u8 *key, u32 klen,
     return shard_get_in(s, cand, n, key, klen, buf, e, pos, RD_UPDATER);
 }
 
+/* A client's point read heard from the hybrid indexer that the entry at pos may be the one it
+ * reads next: start loading its first line from the log's mapping, as shard_read_mapped would
+ * read it, while the indexer checks the position against its overlays. */
+static void
+shard_entry_hint(void *arg, u64 pos)
+{
+    qm_shard *s = arg;
+    const u8 *h = qm_logs_fit() ? qm_hpfile_view(&s->entries, pos, QM_ENTRY_FIXED + 3) : NULL;
+    if (h)
+        __builtin_prefetch(h);
+}
+
 /* qm_shard_get and qm_shard_get_client. */
 static int
 shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf, qm_entry *e,
@@ -370,7 +382,8 @@ shard_get(qm_shard *s, const u8 kh[32], const u8 *key, u32 klen, qm_ebuf *buf, q
     u64 cand[16];
     size_t n;
     QM_RET(who == RD_UPDATER ? qm_ix_find(&s->index, kh, cand, QM_ARRAY_LEN(cand), &n)
-                             : qm_ix_find_point(&s->index, kh, cand, QM_ARRAY_LEN(cand), &n));
+                             : qm_ix_find_point(&s->index, kh, cand, QM_ARRAY_LEN(cand), &n,
+                                                shard_entry_hint, s));
     if (n > QM_ARRAY_LEN(cand))
         return QM_CORRUPT(s->err, "shard %u: %zu index records share one key-hash prefix", s->id,
                           n);

@@ -428,6 +428,36 @@ test_memo_full(qm_hindex *x)
     CHECK_EQ_U64(qm_hix_memo_bytes(x), small);
 }
 
+/* What point lookups told their hint (qm_hix_find_point): the last lookup's positions, and
+ * over all lookups the positions answered and how many of them had been hinted. */
+static u64 hinted[64];
+static size_t nhinted;
+static u64 hint_answers, hint_hits;
+
+static void
+note_hint(void *arg, u64 pos)
+{
+    CHECK(arg == &nhinted);
+    if (nhinted < QM_ARRAY_LEN(hinted))
+        hinted[nhinted++] = pos;
+}
+
+static int
+find_point_hinted(qm_hindex *x, const u8 *kh, u64 *out, size_t cap, size_t *n)
+{
+    nhinted = 0;
+    int rc = qm_hix_find_point(x, kh, out, cap, n, note_hint, &nhinted);
+    for (size_t i = 0; !rc && i < QM_MIN(*n, cap); i++) {
+        hint_answers++;
+        for (size_t k = 0; k < nhinted; k++)
+            if (hinted[k] == out[i]) {
+                hint_hits++;
+                break;
+            }
+    }
+    return rc;
+}
+
 /* One round of point lookups of every live key and as many absent ones, each checked against
  * the model; the run pages they took. */
 static u64
@@ -435,7 +465,7 @@ point_round(qm_hindex *x, const u8 (*absent)[32], u32 nabsent)
 {
     u64 r0 = qm_hix_page_reads(x);
     for (u32 i = 0; i < nlive + nabsent; i++)
-        check_one(x, i < nlive ? khs[live_list[i]] : absent[i - nlive], qm_hix_find_point,
+        check_one(x, i < nlive ? khs[live_list[i]] : absent[i - nlive], find_point_hinted,
                   qm_index_find, "point find");
     return qm_hix_page_reads(x) - r0;
 }
@@ -454,11 +484,17 @@ test_point_lookup(qm_hindex *x)
     CHECK(qm_logs_fit());
     qm_hix_memo_reset(x);
     CHECK_OK(qm_hix_memo_reserve(x, nlive + NABS));
+    hint_answers = hint_hits = 0;
     u64 first = point_round(x, absent, NABS);
     u64 again = point_round(x, absent, NABS);
     CHECK(first >= nlive / 2);
     CHECK(again * 10 >= first * 9); /* the thread's few cached pages differ at the start */
-    printf("point lookups: %" PRIu64 " page reads, then %" PRIu64 "\n", first, again);
+    printf("point lookups: %" PRIu64 " page reads, then %" PRIu64 "; %" PRIu64 " of %" PRIu64
+           " positions found hinted first\n",
+           first, again, hint_hits, hint_answers);
+    /* Positions the run holds are hinted (41% of the answers here: the overlays hold the
+     * rest, and their positions are not). */
+    CHECK(hint_answers >= nlive && hint_hits * 3 >= hint_answers && hint_hits < hint_answers);
     qm_hix_memo_reset(x);
     const int64_t huge = (int64_t)1 << 62;
     qm_huge_account(huge);
@@ -822,6 +858,51 @@ test_stagger(void)
     }
 }
 
+/* hix_first_below (the sparse index's search) against a plain scan: 1 to 3000 page-first keys,
+ * evenly spread, uniform, in a few clusters (the walk from the guess gives up and bisects), or
+ * with long runs of one key (a group of records spanning pages); keys on, beside, between,
+ * below and above them. */
+static void
+test_first_below(void)
+{
+    static u8 first[3000 * 6];
+    static u64 keys[3000];
+    for (int round = 0; round < 2000; round++) {
+        u64 n = round % 5 == 0 ? 1 + rnd() % 20 : 1 + rnd() % 3000;
+        int shape = round % 4;
+        u64 base = rnd() & ((1ull << 47) - 1), step = 1 + rnd() % 100000;
+        for (u64 i = 0; i < n; i++) {
+            u64 k = shape == 0   ? base + i * step + rnd() % step
+                    : shape == 1 ? rnd() >> 16
+                    : shape == 2 ? base + (rnd() % 3) * (1ull << 40) + rnd() % 5000
+                                 : base + rnd() % 6;
+            keys[i] = k & ((1ull << 48) - 1);
+        }
+        qsort(keys, n, sizeof(u64), cmp_u64);
+        for (u64 i = 0; i < n; i++)
+            qm_put_u48be(first + i * 6, keys[i]);
+        for (int q = 0; q < 60; q++) {
+            u64 key = q < 15    ? keys[rnd() % n]
+                      : q < 30  ? keys[rnd() % n] + 1
+                      : q < 40  ? keys[rnd() % n] - 1
+                      : q < 55  ? rnd() >> 16
+                      : q == 55 ? 0
+                      : q == 56 ? keys[0]
+                      : q == 57 ? keys[n - 1]
+                      : q == 58 ? keys[n - 1] + 1
+                                : (1ull << 48) - 1;
+            u64 want = 0;
+            while (want + 1 < n && keys[want + 1] < key)
+                want++;
+            u64 got = hix_first_below(first, n, key);
+            if (got != want) {
+                CHECK_EQ_U64(got, want);
+                return;
+            }
+        }
+    }
+}
+
 /* hix_page_search against a plain scan: pages of 1 to 341 sorted keys, uniform, in a few
  * clusters, or with long runs of one key; the bounds the sparse index gives, and bounds that
  * do not hold (the search must still be right, only slower); keys below, inside and above. */
@@ -878,6 +959,7 @@ main(void)
 {
     REQUIRE(mkdtemp(dir) != NULL);
     test_page_search();
+    test_first_below();
     test_random();
     test_empty();
     test_stagger();
