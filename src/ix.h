@@ -118,7 +118,8 @@ qm_ix_cached(qm_ix *x, const u8 kh[32])
 
 /* A hint to the CPU, a few keys ahead of a lookup of kh (indexer.h). Only the in-memory
  * indexer takes it: for the hybrid indexer's lookups, the same hint on its overlays and run
- * page did not shorten them (docs/BENCH.md, "Lookups that start loading a few keys ahead"). */
+ * page did not shorten them (docs/BENCH.md, "Lookups that start loading a few keys ahead").
+ * A hybrid point read starts those loads itself, at its own start (hix_hint, hindex.c). */
 static inline void
 qm_ix_prefetch(qm_ix *x, const u8 kh[32])
 {
