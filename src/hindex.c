@@ -605,8 +605,8 @@ hix_hint(qm_hindex *x, const u8 kh[32])
         if (r->map && qm_logs_fit() && !pc_find(r, p)) {
             u64 lo_key, hi_key;
             page_keys(r, p, &lo_key, &hi_key);
-            u32 g = hix_page_guess(page_nrec(r, p), k48(kh), lo_key, hi_key);
-            __builtin_prefetch(r->map + (p + 1) * QM_HIX_PAGE + (size_t)g * QM_HIX_REC);
+            u64 g = hix_keys_guess(page_nrec(r, p), k48(kh), lo_key, hi_key);
+            __builtin_prefetch(r->map + (p + 1) * QM_HIX_PAGE + g * QM_HIX_REC);
         }
     }
     qm_index_prefetch(&x->a->ins, kh);

@@ -91,75 +91,35 @@ k48(const u8 *p)
     return qm_get_u48be(p);
 }
 
-/* The last of the 6-byte keys first[lo .. lo + n - 1] (sorted) below key, or lo. Without
- * branches on the keys (a conditional move per step): a bisection's branch is a coin toss. */
+/* Where key's place lies among n keys uniform in [lo_key, hi_key). */
 static inline u64
-hix_first_bisect(const u8 *first, u64 key, u64 lo, u64 n)
-{
-    for (; n > 1;) {
-        u64 half = n / 2;
-        lo = k48(first + (lo + half) * 6) < key ? lo + half : lo;
-        n -= half;
-    }
-    return lo;
-}
-
-/* The last of a run's n page-first keys (its sparse index, sorted) below key, or 0: the page
- * where key's records begin. Pages hold equal counts of key hashes, so their first keys are
- * about evenly spaced: the search starts where key's place between the first and the last
- * page's first key puts it and walks a few pages (on one or two cache lines of the index,
- * where a bisection waits for eleven loads at 10M); a walk that goes on (skewed keys) ends in
- * a bisection. */
-static inline u64
-hix_first_below(const u8 *first, u64 n, u64 key)
-{
-    if (n <= 1 || key <= k48(first))
-        return 0;
-    u64 f0 = k48(first), fl = k48(first + (n - 1) * 6);
-    if (key > fl)
-        return n - 1;
-    /* f0 < key <= fl: the answer lies in [0, n - 2] */
-    u64 g = (u64)((unsigned __int128)(key - f0) * (n - 1) / (fl - f0 + 1));
-    if (k48(first + g * 6) < key) { /* the answer is g or above */
-        for (u64 end = QM_MIN(g + 8, n - 1); g < end; g++)
-            if (k48(first + (g + 1) * 6) >= key)
-                return g;
-        return hix_first_bisect(first, key, g, n - g);
-    }
-    for (u64 stop = g > 8 ? g - 8 : 0; g > stop;) /* the answer is below g */
-        if (k48(first + --g * 6) < key)
-            return g;
-    return hix_first_bisect(first, key, 0, g + 1);
-}
-
-/* Where key's record would lie among n records whose keys are uniform in [lo_key, hi_key). */
-static inline u32
-hix_page_guess(u32 n, u64 key, u64 lo_key, u64 hi_key)
+hix_keys_guess(u64 n, u64 key, u64 lo_key, u64 hi_key)
 {
     if (n == 0 || key <= lo_key || hi_key <= lo_key)
         return 0;
     unsigned __int128 t = (unsigned __int128)(key - lo_key) * n / (hi_key - lo_key);
-    return t >= n ? n - 1 : (u32)t;
+    return t >= n ? n - 1 : (u64)t;
 }
 
-/* First of the n records at pg (12 bytes each, sorted by their 6-byte keys, all in [lo_key,
- * hi_key)) whose key is >= key. Key hashes are uniform, so the search starts where key's place
- * between lo_key and hi_key puts it and gallops from there: about two cache lines of the page
- * are touched where a bisection touches nine; keys that are not uniform cost O(log n) probes
- * still. */
-static inline u32
-hix_page_search(const u8 *pg, u32 n, u64 key, u64 lo_key, u64 hi_key)
+/* First of n sorted 6-byte keys, one every `stride` bytes from base, all in [lo_key, hi_key),
+ * that is >= key. Key hashes are uniform, so the search starts where key's place between
+ * lo_key and hi_key puts it and gallops from there: a run page's search touches about two
+ * cache lines where a bisection touches nine, and the sparse index's a line or two where a
+ * bisection waited for eleven dependent loads at 10M. Keys that are not uniform, or bounds that
+ * do not hold, cost O(log n) probes still. */
+static inline u64
+hix_keys_search(const u8 *base, size_t stride, u64 n, u64 key, u64 lo_key, u64 hi_key)
 {
     if (n == 0)
         return 0;
-    u32 g = hix_page_guess(n, key, lo_key, hi_key);
-    u32 lo, hi; /* the answer lies in [lo, hi] */
-    if (qm_get_u48be(pg + (size_t)g * QM_HIX_REC) < key) {
+    u64 g = hix_keys_guess(n, key, lo_key, hi_key);
+    u64 lo, hi; /* the answer lies in [lo, hi] */
+    if (k48(base + g * stride) < key) {
         lo = g + 1;
         hi = n;
-        for (u32 step = 1; lo + step - 1 < n; step *= 2) {
-            u32 q = lo + step - 1;
-            if (qm_get_u48be(pg + (size_t)q * QM_HIX_REC) >= key) {
+        for (u64 step = 1; lo + step - 1 < n; step *= 2) {
+            u64 q = lo + step - 1;
+            if (k48(base + q * stride) >= key) {
                 hi = q;
                 break;
             }
@@ -168,9 +128,9 @@ hix_page_search(const u8 *pg, u32 n, u64 key, u64 lo_key, u64 hi_key)
     } else {
         lo = 0;
         hi = g;
-        for (u32 step = 1; step <= hi; step *= 2) {
-            u32 q = hi - step;
-            if (qm_get_u48be(pg + (size_t)q * QM_HIX_REC) < key) {
+        for (u64 step = 1; step <= hi; step *= 2) {
+            u64 q = hi - step;
+            if (k48(base + q * stride) < key) {
                 lo = q + 1;
                 break;
             }
@@ -178,13 +138,33 @@ hix_page_search(const u8 *pg, u32 n, u64 key, u64 lo_key, u64 hi_key)
         }
     }
     while (lo < hi) {
-        u32 mid = lo + (hi - lo) / 2;
-        if (qm_get_u48be(pg + (size_t)mid * QM_HIX_REC) < key)
+        u64 mid = lo + (hi - lo) / 2;
+        if (k48(base + mid * stride) < key)
             lo = mid + 1;
         else
             hi = mid;
     }
     return lo;
+}
+
+/* First of the n records at pg (12 bytes each, sorted by their 6-byte keys, all in [lo_key,
+ * hi_key)) whose key is >= key. */
+static inline u32
+hix_page_search(const u8 *pg, u32 n, u64 key, u64 lo_key, u64 hi_key)
+{
+    return (u32)hix_keys_search(pg, QM_HIX_REC, n, key, lo_key, hi_key);
+}
+
+/* The last of a run's n page-first keys (its sparse index, sorted) below key, or 0: the page
+ * where key's records begin. Pages hold equal counts of key hashes, so their first keys are
+ * about evenly spaced between the first and the last. */
+static inline u64
+hix_first_below(const u8 *first, u64 n, u64 key)
+{
+    if (n == 0)
+        return 0;
+    u64 lb = hix_keys_search(first, 6, n, key, k48(first), k48(first + (n - 1) * 6) + 1);
+    return lb ? lb - 1 : 0;
 }
 
 static inline u64
