@@ -859,7 +859,7 @@ test_stagger(void)
 }
 
 /* hix_first_below (the sparse index's search) against a plain scan: 1 to 3000 page-first keys,
- * evenly spread, uniform, in a few clusters (the walk from the guess gives up and bisects), or
+ * evenly spread, uniform, in a few clusters (the gallop from the guess goes far), or
  * with long runs of one key (a group of records spanning pages); keys on, beside, between,
  * below and above them. */
 static void
