@@ -615,6 +615,16 @@ hix_hint(qm_hindex *x, const u8 kh[32])
     return p;
 }
 
+/* Only the memo's slot: the same hint on the run page and the overlays (hix_hint) gained
+ * nothing more here, as in the earlier test (docs/BENCH.md, "Lookups that start loading a few
+ * keys ahead"): a batch's keys come in key order, so their run pages and overlay units are
+ * mostly neighbours of the last key's, while the memo's slots are spread at random. */
+void
+qm_hix_prefetch(qm_hindex *x, const u8 kh[32])
+{
+    hix_memo_prefetch(x, k48(kh));
+}
+
 /* memo: ask and fill the memo (lookups of the update stage, and all of them when the logs do
  * not fit in memory); the others take the hints (hix_hint). h: as run_find's. */
 static int

@@ -110,6 +110,9 @@ QM_HIDDEN bool qm_hix_run_below(qm_hindex *x, u64 h, u64 *gen, u64 *first_h);
  * in this thread's page slots, or (with a mapped run) resident in the OS page cache. False:
  * read it in a batch first (qm_hix_page_of, then qm_hix_pages_use). */
 QM_HIDDEN bool qm_hix_cached(qm_hindex *x, const u8 kh[32]);
+/* A hint to the CPU a few keys ahead of a lookup of kh that uses the memo (the batched reads,
+ * the update stage): start loading the memo slot its probe begins at. */
+QM_HIDDEN void qm_hix_prefetch(qm_hindex *x, const u8 kh[32]);
 
 /* Run pages read in one batch ahead of the lookups that need them (prefetch.c): n pages
  * sorted by key = fd << 40 | offset / QM_HIX_PAGE; the bytes of page i at data + pg[i].slot *

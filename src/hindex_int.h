@@ -217,6 +217,8 @@ typedef struct memo_ent {
 
 /* A copy of key's memo entry; false if there is none. */
 QM_HIDDEN bool hix_memo_get(qm_hindex *x, u64 key, memo_ent *out);
+/* A hint to the CPU: start loading key's first memo slot (a few keys ahead of its lookup). */
+QM_HIDDEN void hix_memo_prefetch(qm_hindex *x, u64 key);
 /* Merges what a lookup learnt (fields per flags) into key's entry; a full memo is emptied
  * first (its answers are then mostly those of reads since the last block). */
 QM_HIDDEN void hix_memo_put(qm_hindex *x, u64 key, const memo_ent *v);

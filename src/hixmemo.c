@@ -14,13 +14,20 @@
 
 #include <stdlib.h>
 
+/* The slot where key's probe begins in a table of cap slots (a power of two). */
+static inline u64
+memo_home(u64 key, u64 cap)
+{
+    return (key * 0x9E3779B97F4A7C15ull) >> 20 & (cap - 1);
+}
+
 static memo_ent *
 memo_find_locked(const qm_hindex *x, u64 key)
 {
     if (x->mrun != x->r.id || x->mn == 0)
         return NULL;
     u64 m = x->mcap - 1;
-    for (u64 i = (key * 0x9E3779B97F4A7C15ull) >> 20 & m;; i = (i + 1) & m) {
+    for (u64 i = memo_home(key, x->mcap);; i = (i + 1) & m) {
         if (x->mt[i].key == key + 1)
             return &x->mt[i];
         if (x->mt[i].key == 0)
@@ -38,6 +45,27 @@ hix_memo_get(qm_hindex *x, u64 key, memo_ent *out)
         *out = *m;
     pthread_mutex_unlock(&x->mmu);
     return m != NULL;
+}
+
+/* Installs a new table (mmu held). Stored atomically for hix_memo_prefetch, which reads them
+ * without the lock. */
+static void
+memo_publish(qm_hindex *x, memo_ent *t, u64 cap)
+{
+    __atomic_store_n(&x->mt, t, __ATOMIC_RELAXED);
+    __atomic_store_n(&x->mcap, cap, __ATOMIC_RELAXED);
+}
+
+/* Starts loading the slot where key's probe begins, without the lock: the table and its size
+ * are read atomically and may be a moment old (a table being replaced), which costs a wasted
+ * load at worst; a prefetch never faults. */
+void
+hix_memo_prefetch(qm_hindex *x, u64 key)
+{
+    memo_ent *t = __atomic_load_n(&x->mt, __ATOMIC_RELAXED);
+    u64 cap = __atomic_load_n(&x->mcap, __ATOMIC_RELAXED);
+    if (t && cap)
+        __builtin_prefetch(&t[memo_home(key, cap)]);
 }
 
 /* Slots for n answers at a load of at most one half. */
@@ -83,7 +111,7 @@ hix_memo_put(qm_hindex *x, u64 key, const memo_ent *v)
          * those pages again; start over instead. */
         if ((x->mn + 1) * 2 > x->mcap)
             memo_clear_locked(x);
-        u64 m = x->mcap - 1, i = (key * 0x9E3779B97F4A7C15ull) >> 20 & m;
+        u64 m = x->mcap - 1, i = memo_home(key, x->mcap);
         while (x->mt[i].key)
             i = (i + 1) & m;
         e = &x->mt[i];
@@ -121,14 +149,13 @@ qm_hix_memo_reserve(qm_hindex *x, size_t nkeys)
             for (u64 k = 0; x->mn && k < x->mcap; k++) { /* rehash the kept answers */
                 if (!x->mt[k].key)
                     continue;
-                u64 i = ((x->mt[k].key - 1) * 0x9E3779B97F4A7C15ull) >> 20 & (cap - 1);
+                u64 i = memo_home(x->mt[k].key - 1, cap);
                 while (t[i].key)
                     i = (i + 1) & (cap - 1);
                 t[i] = x->mt[k];
             }
             free(x->mt);
-            x->mt = t;
-            x->mcap = cap;
+            memo_publish(x, t, cap);
         }
     }
     pthread_mutex_unlock(&x->mmu);
@@ -158,8 +185,7 @@ qm_hix_memo_reset(qm_hindex *x)
     u64 cap = memo_cap_for(x->mpeak);
     if (x->msmall >= MEMO_SMALL_BLOCKS && (t = calloc(cap, sizeof(memo_ent))) != NULL) {
         free(x->mt);
-        x->mt = t;
-        x->mcap = cap;
+        memo_publish(x, t, cap);
         x->mn = 0;
         x->msmall = 0;
         x->mpeak = 0;

@@ -116,15 +116,19 @@ qm_ix_cached(qm_ix *x, const u8 kh[32])
     return !x->hyb || qm_hix_cached(x->hyb, kh);
 }
 
-/* A hint to the CPU, a few keys ahead of a lookup of kh (indexer.h). Only the in-memory
- * indexer takes it: for the hybrid indexer's lookups, the same hint on its overlays and run
- * page did not shorten them (docs/BENCH.md, "Lookups that start loading a few keys ahead").
- * A hybrid point read starts those loads itself, at its own start (hix_hint, hindex.c). */
+/* A hint to the CPU, a few keys ahead of a batched lookup of kh (indexer.h): the in-memory
+ * indexer starts loading the index record its search begins at; the hybrid indexer only its
+ * memo slot (qm_hix_prefetch): the same hint on its overlays and run page did not shorten its
+ * lookups (docs/BENCH.md, "Lookups that start loading a few keys ahead", and "The hybrid
+ * memo's slot loaded a few keys ahead"). A hybrid point read starts those loads itself, at its
+ * own start (hix_hint, hindex.c). */
 static inline void
 qm_ix_prefetch(qm_ix *x, const u8 kh[32])
 {
     if (!x->hyb)
         qm_index_prefetch(&x->mem, kh);
+    else
+        qm_hix_prefetch(x->hyb, kh);
 }
 
 static inline bool

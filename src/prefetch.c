@@ -320,21 +320,6 @@ pf_deferred(qm_pf *pf, qm_shard *shards, const qm_changeset *cs, qm_rio *rio, si
     return rc;
 }
 
-/* How many keys ahead qmdb_get_many gives the CPU its hints (the in-memory indexer's record,
- * the entry to compare: docs/DESIGN.md "Two-phase prefetch"): 8, or 0 with QMDB_NO_HINTS=1
- * in the environment (read once; for comparisons). */
-static unsigned
-gm_hint_ahead(void)
-{
-    static int ahead = -1;
-    int a = __atomic_load_n(&ahead, __ATOMIC_RELAXED);
-    if (a < 0) {
-        a = qm_env_flag("QMDB_NO_HINTS") ? 0 : 8;
-        __atomic_store_n(&ahead, a, __ATOMIC_RELAXED);
-    }
-    return (unsigned)a;
-}
-
 /* The lookup order's sort (prefetch.h). */
 void
 qm_pf_sort(qm_pf_op *v, size_t n, void *scratch)
@@ -709,7 +694,7 @@ gm_part_run(const gm_part *p)
     /* Pass 1: every key's candidates (and the predecessor's of absent keys), looked up at
      * once, or, with the hybrid indexer, after one batch of the index pages not in DRAM;
      * then one batch of reads for the entries not in DRAM. */
-    size_t d = gm_hint_ahead();
+    size_t d = qm_hint_ahead();
     for (size_t j = p->lo; j < p->hi; j++) {
         size_t i = ord[j].idx;
         qm_shard *s = &shards[qm_shard_of(kh[i])];

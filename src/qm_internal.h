@@ -88,4 +88,20 @@ qm_env_flag(const char *name)
     return v && v[0] && strcmp(v, "0") != 0;
 }
 
+/* How many keys ahead a batch of lookups gives the CPU its hints (qmdb_get_many's index
+ * records and entries, the hybrid memo's slots in the update stage: docs/DESIGN.md "Two-phase
+ * prefetch"): 8, or 0 with QMDB_NO_HINTS=1 in the environment (read once per file that asks;
+ * for comparisons). */
+static inline unsigned
+qm_hint_ahead(void)
+{
+    static int ahead = -1;
+    int a = __atomic_load_n(&ahead, __ATOMIC_RELAXED);
+    if (a < 0) {
+        a = qm_env_flag("QMDB_NO_HINTS") ? 0 : 8;
+        __atomic_store_n(&ahead, a, __ATOMIC_RELAXED);
+    }
+    return (unsigned)a;
+}
+
 #endif /* QM_INTERNAL_H */

@@ -761,12 +761,21 @@ qm_shard_prefetch_entry(qm_shard *s, u64 pos)
     }
 }
 
+/* The update stage starts loading the hybrid memo slot an op's lookup probes a few ops ahead
+ * (qm_hint_ahead): the block's batched reads or prefetch filled the memo at random slots, so
+ * each probe waited for one (docs/BENCH.md, "The hybrid memo's slot loaded a few keys ahead").
+ * The in-memory indexer takes no hint here: the batched reads left its records in the caches
+ * ("Lookups that start loading a few keys ahead"). */
 int
 qm_shard_apply(qm_shard *s, u64 height, const qm_op *ops, size_t n)
 {
     s->height = height;
-    for (size_t i = 0; i < n; i++)
+    size_t d = s->index.hyb ? qm_hint_ahead() : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (d && i + d < n)
+            qm_hix_prefetch(s->index.hyb, ops[i + d].kh);
         QM_RET(shard_op(s, &ops[i]));
+    }
     return 0;
 }
 
