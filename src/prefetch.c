@@ -672,6 +672,29 @@ typedef struct gm_part {
     int rc;
 } gm_part;
 
+/* Keys of one shard whose reads a block's call answered, added to the shard's key set under
+ * one lock (qm_warm_key_add): a lock per key was 3-4% of a hybrid update phase's samples at
+ * 10M uncapped (docs/BENCH.md, "Fewer locks per batched read"). The prefetch stage asks the
+ * set only after the call returns. */
+#define GM_KEYS_BATCH 64
+typedef struct gm_keys {
+    qm_shard *s;
+    const u8 *kh[GM_KEYS_BATCH];
+    size_t n;
+} gm_keys;
+
+static void
+gm_keys_flush(gm_keys *k)
+{
+    if (k->n == 0)
+        return;
+    pthread_mutex_lock(&k->s->warm_mu);
+    for (size_t i = 0; i < k->n; i++)
+        qm_warm_key_add(&k->s->warm, k->kh[i]);
+    pthread_mutex_unlock(&k->s->warm_mu);
+    k->n = 0;
+}
+
 static int
 gm_part_run(const gm_part *p)
 {
@@ -691,6 +714,7 @@ gm_part_run(const gm_part *p)
     int rc = 0;
     u8 stackbuf[512];
     qm_ebuf b = {stackbuf, sizeof(stackbuf), NULL};
+    gm_keys ka = {0};
     /* Pass 1: every key's candidates (and the predecessor's of absent keys), looked up at
      * once, or, with the hybrid indexer, after one batch of the index pages not in DRAM;
      * then one batch of reads for the entries not in DRAM. */
@@ -747,14 +771,16 @@ gm_part_run(const gm_part *p)
         }
         /* Its entries (or its predecessor's) are cached: a put of it needs no prefetch. */
         if (c->for_block) {
-            pthread_mutex_lock(&s->warm_mu);
-            qm_warm_key_add(&s->warm, kh[i]);
-            pthread_mutex_unlock(&s->warm_mu);
+            if (ka.n == GM_KEYS_BATCH || (ka.n && ka.s != s))
+                gm_keys_flush(&ka);
+            ka.s = s;
+            ka.kh[ka.n++] = kh[i];
         }
         rd[i].rc = r;
         if (!r)
             gm_value(&rd[i], e.value, e.vlen);
     }
+    gm_keys_flush(&ka);
 out:
     (void)gm_bg_join(&bg); /* after a failure the helper may still be reading */
     qm_reqs_free(&bg.q);

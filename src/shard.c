@@ -264,16 +264,19 @@ shard_read_entry(qm_shard *s, u64 pos, qm_ebuf *b, qm_entry *e, int who)
     if (who != RD_UPDATER && (m = shard_read_mapped(s, pos, b, e, who)) != 0)
         return m < 0 ? m : 0;
     u32 wlen = 0;
-    pthread_mutex_lock(&s->warm_mu);
-    const u8 *w = qm_warm_get(&s->warm, pos, &wlen);
+    const u8 *w = NULL;
     int rc = 0;
-    if (w) {
-        rc = ebuf_reserve(b, wlen);
-        if (!rc)
-            memcpy(b->p, w, wlen);
+    if (!qm_warm_none(&s->warm)) { /* empty: no lock (qm_warm_none) */
+        pthread_mutex_lock(&s->warm_mu);
+        w = qm_warm_get(&s->warm, pos, &wlen);
+        if (w) {
+            rc = ebuf_reserve(b, wlen);
+            if (!rc)
+                memcpy(b->p, w, wlen);
+        }
+        pthread_mutex_unlock(&s->warm_mu);
+        QM_RET(rc);
     }
-    pthread_mutex_unlock(&s->warm_mu);
-    QM_RET(rc);
     if (w) { /* read by the client or the prefetcher for this block: no second log read */
         if (qm_entry_decode(b->p, wlen, e) != 0)
             return QM_CORRUPT(s->err, "shard %u: cached entry at offset %" PRIu64 " is malformed",

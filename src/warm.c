@@ -31,7 +31,7 @@ qm_warm_clear(qm_warm *w)
         memset(w->keys, 0, w->cap * sizeof(u64));
     if (w->kn)
         memset(w->kset, 0, w->kcap * sizeof(u64));
-    w->n = 0;
+    __atomic_store_n(&w->n, 0, __ATOMIC_RELAXED); /* qm_warm_none reads it without the lock */
     w->kn = 0;
     w->alen = 0;
 }
@@ -146,7 +146,7 @@ qm_warm_put(qm_warm *w, u64 pos, const u8 *bytes, u32 len)
     w->keys[j] = pos + 1;
     w->offs[j] = ((u64)w->alen << 24) | len;
     w->alen += len;
-    w->n++;
+    __atomic_store_n(&w->n, w->n + 1, __ATOMIC_RELAXED);
 }
 
 const u8 *

@@ -46,6 +46,16 @@ QM_HIDDEN void qm_warm_clear(qm_warm *w);
 QM_HIDDEN u64 qm_warm_dram_bytes(const qm_warm *w);
 /* The set of keys looked up for this block (silently skips when out of memory). */
 QM_HIDDEN void qm_warm_key_add(qm_warm *w, const u8 kh[32]);
+
+/* True when w holds no entry, asked without its lock (n is stored atomically): a reader that
+ * finds it empty reads the log instead and takes no lock. A put by another thread that this
+ * thread has not synchronised with may be missed; it costs a read of the log, never a wrong
+ * answer (the log holds the same bytes). */
+static inline bool
+qm_warm_none(const qm_warm *w)
+{
+    return __atomic_load_n(&w->n, __ATOMIC_RELAXED) == 0;
+}
 QM_HIDDEN bool qm_warm_key_has(const qm_warm *w, const u8 kh[32]);
 
 #endif /* QM_WARM_H */

@@ -12,11 +12,13 @@ main(void)
     unsigned char buf[300];
     uint32_t len;
     CHECK(qm_warm_get(&w, 8, &len) == NULL);
+    CHECK(qm_warm_none(&w)); /* readers then skip the lock */
     for (uint64_t i = 0; i < 5000; i++) {
         memset(buf, (int)(i & 0xff), sizeof(buf));
         qm_warm_put(&w, i * 8 + 4096, buf, (uint32_t)(56 + i % 200));
     }
     CHECK_EQ_U64(w.n, 5000);
+    CHECK(!qm_warm_none(&w));
     for (uint64_t i = 0; i < 5000; i += 7) {
         const unsigned char *p = qm_warm_get(&w, i * 8 + 4096, &len);
         REQUIRE(p != NULL);
@@ -31,6 +33,7 @@ main(void)
     CHECK(qm_warm_get(&w, 4096, &len)[0] == 0);
     CHECK_EQ_U64(w.n, 5000);
     qm_warm_clear(&w);
+    CHECK(qm_warm_none(&w));
     CHECK(qm_warm_get(&w, 4096, &len) == NULL);
     /* The byte bound: puts beyond QM_WARM_MAX_BYTES are skipped, never an error. */
     static unsigned char big[1 << 20];
