@@ -673,9 +673,8 @@ typedef struct gm_part {
 } gm_part;
 
 /* Keys of one shard whose reads a block's call answered, added to the shard's key set under
- * one lock (qm_warm_key_add): a lock per key was 3-4% of a hybrid update phase's samples at
- * 10M uncapped (docs/BENCH.md, "Fewer locks per batched read"). The prefetch stage asks the
- * set only after the call returns. */
+ * one lock (qm_warm_key_add) instead of one lock per key (docs/BENCH.md, "Fewer locks per
+ * batched read"). The prefetch stage asks the set only after the call returns. */
 #define GM_KEYS_BATCH 64
 typedef struct gm_keys {
     qm_shard *s;
