@@ -13,8 +13,8 @@
  * first, in batches whose bytes go to the lookups (qm_hix_pages_use).
  *
  * Thread: qm_prefetch_block runs on the committing thread in the update stage (writer lock
- * held); qm_get_many on any reader thread (reader lock held by the caller), a large one with a
- * helper thread for its entry reads (gm_bg), and when the logs fit in memory cut in two parts,
+ * held); qm_get_many on any reader thread (reader lock held by the caller), a large one with
+ * two helper threads for its entry reads (gm_bg), and when the logs fit in memory cut in two parts,
  * the second on another helper (gm_part) with its own; all are joined before it returns.
  */
 #include "prefetch.h"
@@ -451,25 +451,37 @@ gm_value(qmdb_read *r, const u8 *v, u32 vl)
 }
 
 /*
- * A large qmdb_get_many reads its entries while it goes on looking keys up: each time
- * GM_IO_CHUNK entry reads are queued, a helper thread takes them (rio, which serialises its
- * batches) and the caller looks up the next keys, in the hybrid indexer's case mostly run pages
- * read from the page cache (CPU), while the device serves the previous chunk. The helper is
- * joined before the next hand-over and before the keys are compared; the caller holds the
- * reader lock throughout. A read that an earlier chunk of the call queued (two keys sharing
- * an entry, or one key read twice) is not queued again (gm_bg_dedup). Chunks are smaller than
- * a whole batch, so fewer neighbouring reads reach the block layer together to be merged
+ * A large qmdb_get_many reads its entries while it goes on looking keys up: each time a chunk
+ * of entry reads is queued, a helper thread takes it and the caller looks up the next keys, in
+ * the hybrid indexer's case mostly run pages read from the page cache (CPU), while the device
+ * serves the chunks before. The first chunk is GM_IO_FIRST reads and each next one twice the
+ * last, up to GM_IO_CHUNK, so that the device starts about a millisecond into the call, not
+ * after the 4-7 ms that the lookups of a full chunk took. Two helpers take the chunks in turn,
+ * each batch on its own rio lane, so that a chunk's reads start while the last reads of the
+ * one before are still in flight; with one helper the device's queue ran dry at every
+ * hand-over (docs/BENCH.md, "Batched reads that keep the device busy"). A helper is joined
+ * before it takes its next chunk, and both before the keys are compared; the caller holds the
+ * reader lock throughout. A read that an earlier chunk of the call queued (two keys sharing an
+ * entry, or one key read twice) is not queued again (gm_bg_dedup). Chunks are smaller than a
+ * whole batch, so fewer neighbouring reads reach the block layer together to be merged
  * (docs/BENCH.md, "Hybrid creates under a cap").
  */
 #define GM_IO_CHUNK 2048u
+#define GM_IO_FIRST 256u
 
-typedef struct gm_bg {
-    qm_reqs q; /* the chunk being read */
-    qm_rio *rio;
-    qm_shard *shards;
+/* One helper thread's chunk of reads. */
+typedef struct gm_run {
+    qm_reqs q;
     pthread_t th;
     bool on;
     int rc;
+    qm_rio *rio;
+    qm_shard *shards;
+} gm_run;
+
+typedef struct gm_bg {
+    gm_run run[2];  /* chunks are handed to them in turn */
+    unsigned next;  /* the one the next chunk goes to */
     qm_posset seen; /* the call's queued reads: position | shard << 60 */
 } gm_bg;
 
@@ -492,37 +504,49 @@ gm_bg_dedup(gm_bg *b, qm_reqs *q, size_t from)
 }
 
 static void *
-gm_bg_main(void *arg)
+gm_run_main(void *arg)
 {
-    gm_bg *b = arg;
-    b->rc = pf_run(&b->q, b->rio, b->shards);
+    gm_run *r = arg;
+    r->rc = pf_run(&r->q, r->rio, r->shards);
     return NULL;
 }
 
-/* Waits for the chunk in flight; its result. */
+/* Waits for a helper's chunk; its result. */
+static int
+gm_run_join(gm_run *r)
+{
+    if (!r->on)
+        return 0;
+    pthread_join(r->th, NULL);
+    r->on = false;
+    return r->rc;
+}
+
+/* Waits for every chunk in flight; the first failure. */
 static int
 gm_bg_join(gm_bg *b)
 {
-    if (!b->on)
-        return 0;
-    pthread_join(b->th, NULL);
-    b->on = false;
-    return b->rc;
+    int rc = gm_run_join(&b->run[0]);
+    int rc2 = gm_run_join(&b->run[1]);
+    return rc ? rc : rc2;
 }
 
-/* Hands the queued reads in q to the helper (after the previous chunk); q is left empty. */
+/* Hands the queued reads in q to the next helper in turn, once its previous chunk is done; q
+ * is left empty. */
 static int
 gm_bg_start(gm_bg *b, qm_reqs *q)
 {
-    QM_RET(gm_bg_join(b));
-    qm_reqs t = b->q;
-    b->q = *q;
+    gm_run *r = &b->run[b->next];
+    b->next ^= 1;
+    QM_RET(gm_run_join(r));
+    qm_reqs t = r->q;
+    r->q = *q;
     *q = t;
     q->n = 0;
-    q->no_probe = b->q.no_probe; /* a missing page seen: no more residency questions */
-    if (pthread_create(&b->th, NULL, gm_bg_main, b) != 0)
-        return pf_run(&b->q, b->rio, b->shards); /* no thread: read it now */
-    b->on = true;
+    q->no_probe = r->q.no_probe; /* a missing page seen: no more residency questions */
+    if (pthread_create(&r->th, NULL, gm_run_main, r) != 0)
+        return pf_run(&r->q, r->rio, r->shards); /* no thread: read it now */
+    r->on = true;
     return 0;
 }
 
@@ -706,10 +730,11 @@ gm_part_run(const gm_part *p)
     const qm_pf_op *ord = c->ord;
     size_t page_chunk = PF_PAGE_CHUNK / c->nparts; /* the call holds one part's page bytes */
     qm_reqs q = {0}, pq = {0};
-    gm_bg bg = {.rio = rio, .shards = shards};
+    gm_bg bg = {.run = {{.rio = rio, .shards = shards}, {.rio = rio, .shards = shards}}};
     bool overlap = rio && p->hi - p->lo > GM_IO_CHUNK && qm_io_concurrent();
     gm_ctx g = {shards, rio, kh, slot, NULL, 0, 0, &q, c->for_block, overlap ? &bg : NULL, {0}};
-    size_t from = p->lo; /* deferred lookups before this key are done */
+    size_t from = p->lo;        /* deferred lookups before this key are done */
+    size_t chunk = GM_IO_FIRST; /* reads queued that make the next chunk */
     int rc = 0;
     u8 stackbuf[512];
     qm_ebuf b = {stackbuf, sizeof(stackbuf), NULL};
@@ -740,8 +765,10 @@ gm_part_run(const gm_part *p)
         }
         if (pq.n >= page_chunk) /* a chunk at a time, as in the prefetch stage */
             QM_TRY(gm_deferred(&g, &pq, rd, ord, &from, j + 1));
-        if (overlap && q.n >= GM_IO_CHUNK)
+        if (overlap && q.n >= chunk) {
             QM_TRY(gm_bg_start(&bg, &q));
+            chunk = QM_MIN(chunk * 2, (size_t)GM_IO_CHUNK);
+        }
     }
     QM_TRY(gm_deferred(&g, &pq, rd, ord, &from, p->hi));
     if (rio && q.n)
@@ -782,7 +809,8 @@ gm_part_run(const gm_part *p)
     gm_keys_flush(&ka);
 out:
     (void)gm_bg_join(&bg); /* after a failure the helper may still be reading */
-    qm_reqs_free(&bg.q);
+    qm_reqs_free(&bg.run[0].q);
+    qm_reqs_free(&bg.run[1].q);
     qm_posset_free(&bg.seen);
     qm_ebuf_free(&b);
     pf_pages_free(&g.pages);

@@ -13,9 +13,9 @@
  * than EINTR, EAGAIN or EBUSY) ends io_uring on its lane: the reads the kernel took are
  * waited for, those it never took and the rest of the batch are read with pread, and the
  * lane's later batches use pread on their caller's thread (rio_fail). A batch takes a free
- * lane, so two threads' batches (a qmdb_get_many's index pages beside its
- * helper's entry reads, or a reader's beside the prefetch stage's) are on the device at once
- * instead of one waiting for the other to end.
+ * lane, so up to three threads' batches (a large qmdb_get_many's two helpers' chunks of entry
+ * reads beside its own index pages or last chunk, or a reader's beside the prefetch stage's)
+ * are on the device at once instead of one waiting for another to end.
  *
  * pread path: the shared worker pool runs one job per shard; each job reads its shard's
  * requests in order into its own buffer.
@@ -42,7 +42,7 @@
 #define RIO_SLOT 8192u
 #define RIO_JOBS 16u
 #define RIO_PREAD_THREADS 8u
-#define RIO_LANES 2u
+#define RIO_LANES 3u
 #define RIO_QD_MAX 1024u
 
 typedef struct rio_lane {

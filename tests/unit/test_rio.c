@@ -209,7 +209,7 @@ main(void)
                 continue;
             printf("uring=%d (in use: %d, lanes %u) direct=%d\n", uring, qm_rio_uring(r),
                    qm_rio_lanes(r), direct);
-            CHECK(qm_rio_lanes(r) >= 1 && qm_rio_lanes(r) <= (qm_rio_uring(r) ? 2u : 1u));
+            CHECK(qm_rio_lanes(r) >= 1 && qm_rio_lanes(r) <= (qm_rio_uring(r) ? 3u : 1u));
             for (uint64_t k = 1; k <= 5; k++)
                 check_batch(r, direct ? dfd : fd, k * 1000003);
             CHECK_EQ_U64(qm_rio_reads(r), 5 * NREQ);
