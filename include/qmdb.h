@@ -124,8 +124,8 @@ typedef struct qmdb_options {
                                         at open with QMDB_OPEN_SET_HISTORY. */
     uint32_t flags;                /**< QMDB_OPEN_* flags */
     uint32_t read_queue_depth;     /**< batched reads (prefetch, qmdb_get_many) kept in flight
-                                        with io_uring, per batch (two batches of different
-                                        threads may run at once); default 64 */
+                                        with io_uring, per batch (up to three batches of
+                                        different threads may run at once); default 64 */
     uint32_t indexer;              /**< QMDB_INDEXER_AUTO (default), QMDB_INDEXER_MEMORY or
                                         QMDB_INDEXER_HYBRID; chosen at every create and open
                                         (roots never depend on it) */

@@ -13,10 +13,10 @@
  * in the environment, or a failed probe, selects the pread pool. Both paths deliver the same
  * bytes; tests run both.
  *
- * Thread: qm_rio_run may be called from any thread. With io_uring a call takes one of two
- * lanes (a ring each), so two threads' batches run at once and a third waits; the pread pool
- * runs one batch at a time. Completions of two batches may therefore run at the same time, on
- * their callers' threads: a done callback must be safe for that.
+ * Thread: qm_rio_run may be called from any thread. With io_uring a call takes one of three
+ * lanes (a ring each), so three threads' batches run at once and a fourth waits; the pread
+ * pool runs one batch at a time. Completions of several batches may therefore run at the same
+ * time, on their callers' threads: a done callback must be safe for that.
  */
 #ifndef QM_RIO_H
 #define QM_RIO_H
